@@ -1,0 +1,131 @@
+"""Safe, versioned, atomically written model files.
+
+A model file is an uncompressed ``.npz`` archive (a zip of ``.npy`` arrays)
+holding numeric arrays plus one JSON document, ``__meta__``, with the model
+kind, the format version and the hyper-parameters. Nothing is pickled: arrays
+are read with ``allow_pickle=False`` and object dtypes are refused, so loading
+a file cannot execute code. The estimators validate shapes and index ranges of
+what they get back before any of it reaches compiled code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from .exceptions import ModelFormatError
+
+__all__ = ["FORMAT_VERSION", "save_model", "load_model"]
+
+#: Version of the file layout written by :func:`save_model`. Increment when an
+#: incompatible change is made; files of another version are refused on load.
+FORMAT_VERSION = 1
+
+_MAGIC = "xmltree-model"
+_META_KEY = "__meta__"
+
+
+def save_model(path, kind: str, params: dict, arrays: dict[str, np.ndarray]) -> None:
+    """Write a model file atomically.
+
+    The archive is written to a temporary file in the destination directory,
+    flushed to disk, then renamed over ``path``, so a crash or a full disk
+    never leaves a half-written model behind.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Destination file (conventionally ending in ``.npz``).
+    kind : str
+        Model kind, e.g. ``"ldsm"``; checked by :func:`load_model`.
+    params : dict
+        JSON-serialisable hyper-parameters and small metadata.
+    arrays : dict of str to numpy.ndarray
+        Numeric arrays; names must not start with ``"__"``.
+
+    Raises
+    ------
+    TypeError
+        If an array has an object dtype or ``params`` is not JSON-serialisable.
+    """
+    path = Path(path)
+    meta = {"magic": _MAGIC, "format_version": FORMAT_VERSION, "kind": kind, "params": params}
+    meta_bytes = np.frombuffer(json.dumps(meta, sort_keys=True).encode("utf-8"), dtype=np.uint8)
+    for name, array in arrays.items():
+        if name.startswith("__"):
+            raise ValueError(f"array name {name!r} is reserved")
+        if np.asarray(array).dtype.hasobject:
+            raise TypeError(f"array {name!r} has an object dtype; only numeric arrays are saved")
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.savez(handle, **{_META_KEY: meta_bytes}, **arrays)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def load_model(path, kind: str | None = None) -> tuple[str, dict, dict[str, np.ndarray]]:
+    """Read a model file written by :func:`save_model`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        File to read.
+    kind : str, optional
+        If given, the file must hold a model of this kind.
+
+    Returns
+    -------
+    kind : str
+        The model kind stored in the file.
+    params : dict
+        The hyper-parameters and metadata.
+    arrays : dict of str to numpy.ndarray
+        All arrays, fully read into memory.
+
+    Raises
+    ------
+    ModelFormatError
+        If the file is not an xmltree model, is truncated or corrupt, holds
+        pickled objects, or has another format version or kind.
+    """
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            if _META_KEY not in archive.files:
+                raise ModelFormatError(f"{path}: not an xmltree model file (no metadata)")
+            meta = json.loads(archive[_META_KEY].tobytes().decode("utf-8"))
+            arrays = {name: archive[name] for name in archive.files if name != _META_KEY}
+    except ModelFormatError:
+        raise
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as exc:
+        # np.load raises ValueError for pickled object arrays, BadZipFile and
+        # OSError/EOFError for truncated or foreign files.
+        raise ModelFormatError(f"{path}: unreadable model file ({exc})") from exc
+    if not isinstance(meta, dict) or meta.get("magic") != _MAGIC:
+        raise ModelFormatError(f"{path}: not an xmltree model file")
+    version = meta.get("format_version")
+    if version != FORMAT_VERSION:
+        raise ModelFormatError(
+            f"{path}: model format version {version} is not supported "
+            f"(this xmltree reads version {FORMAT_VERSION})"
+        )
+    stored_kind = meta.get("kind")
+    if kind is not None and stored_kind != kind:
+        raise ModelFormatError(f"{path}: holds a {stored_kind!r} model, expected {kind!r}")
+    return stored_kind, meta.get("params", {}), arrays

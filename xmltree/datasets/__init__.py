@@ -1,0 +1,1 @@
+"""Extreme Classification Repository I/O, dataset registry and synthetic data."""

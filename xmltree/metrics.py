@@ -1,0 +1,1 @@
+"""Ranking metrics for extreme multi-label classification."""
