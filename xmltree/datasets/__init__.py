@@ -1,1 +1,22 @@
-"""Extreme Classification Repository I/O, dataset registry and synthetic data."""
+"""Extreme Classification Repository I/O, dataset registry and synthetic data.
+
+Readers return ``X`` as a ``scipy.sparse.csr_matrix`` (float32 values, sorted
+int32 indices) and ``Y`` as a binary CSR label matrix of the same row count.
+"""
+
+from ._formats import read_arff, read_bow_pair, read_libsvm, read_xc, read_xc_split, write_xc
+from ._registry import DATASETS, get_data_home, load_dataset
+from ._synthetic import make_synthetic
+
+__all__ = [
+    "read_xc",
+    "write_xc",
+    "read_xc_split",
+    "read_bow_pair",
+    "read_libsvm",
+    "read_arff",
+    "load_dataset",
+    "get_data_home",
+    "DATASETS",
+    "make_synthetic",
+]

@@ -1,0 +1,5 @@
+"""Placeholder: being written (synthetic multi-label data)."""
+
+
+def make_synthetic(*args, **kwargs):
+    raise NotImplementedError
