@@ -17,13 +17,21 @@ from .exceptions import DataFormatError
 __all__ = ["check_features", "check_labels", "check_csr_structure"]
 
 
-def check_csr_structure(matrix: sp.csr_matrix, what: str) -> None:
-    """Check that a CSR matrix is internally consistent.
+def check_csr_structure(indptr: np.ndarray, indices: np.ndarray, shape: tuple[int, int],
+                        what: str) -> None:
+    """Check that CSR arrays describe a valid matrix with sorted unique columns.
+
+    Used on every matrix handed to compiled code, including the CSR blocks
+    stored inside model files.
 
     Parameters
     ----------
-    matrix : scipy.sparse.csr_matrix
-        Matrix whose ``indptr``/``indices`` are checked.
+    indptr : numpy.ndarray of shape (n_rows + 1,)
+        Row pointers.
+    indices : numpy.ndarray of shape (nnz,)
+        Column indices.
+    shape : tuple of int
+        ``(n_rows, n_cols)``.
     what : str
         Name used in error messages (e.g. ``"X"``).
 
@@ -33,8 +41,7 @@ def check_csr_structure(matrix: sp.csr_matrix, what: str) -> None:
         If ``indptr`` is not monotone, its ends disagree with the stored
         entries, or a column index is out of range, unsorted or duplicated.
     """
-    n_rows, n_cols = matrix.shape
-    indptr, indices = matrix.indptr, matrix.indices
+    n_rows, n_cols = shape
     if indptr.shape[0] != n_rows + 1 or indptr[0] != 0 or indptr[-1] != indices.shape[0]:
         raise DataFormatError(f"{what}: CSR indptr does not match the stored entries")
     row_lengths = np.diff(indptr)
@@ -104,7 +111,7 @@ def check_features(X, *, n_features: int | None = None, what: str = "X") -> sp.c
             X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_features))
     X.indices = X.indices.astype(np.int32, copy=False)
     X.indptr = X.indptr.astype(np.int64, copy=False)
-    check_csr_structure(X, what)
+    check_csr_structure(X.indptr, X.indices, X.shape, what)
     return X
 
 
@@ -155,7 +162,7 @@ def check_labels(Y, *, n_samples: int | None = None, n_labels: int | None = None
         raise DataFormatError(f"{what}: has {Y.shape[0]} rows but X has {n_samples}")
     Y.indices = Y.indices.astype(np.int32, copy=False)
     Y.indptr = Y.indptr.astype(np.int64, copy=False)
-    check_csr_structure(Y, what)
+    check_csr_structure(Y.indptr, Y.indices, Y.shape, what)
     return Y
 
 

@@ -1,0 +1,86 @@
+"""Model files: round trip, atomic writes, and refusal of anything unsafe or foreign."""
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+from xmltree._persistence import FORMAT_VERSION, load_model, save_model
+from xmltree.exceptions import ModelFormatError
+
+
+def _arrays():
+    return {"a": np.arange(5, dtype=np.int32), "b": np.linspace(0, 1, 7, dtype=np.float32)}
+
+
+def test_round_trip_keeps_kind_params_and_arrays(tmp_path):
+    path = tmp_path / "model.npz"
+    save_model(path, "ldsm", {"arity": 2, "name": "x"}, _arrays())
+    kind, params, arrays = load_model(path, kind="ldsm")
+    assert kind == "ldsm" and params == {"arity": 2, "name": "x"}
+    for name, expected in _arrays().items():
+        assert arrays[name].dtype == expected.dtype
+        assert np.array_equal(arrays[name], expected)
+
+
+def test_failed_save_leaves_previous_file_and_no_temporary(tmp_path):
+    path = tmp_path / "model.npz"
+    save_model(path, "ldsm", {}, _arrays())
+    before = path.read_bytes()
+    with pytest.raises(TypeError):
+        save_model(path, "ldsm", {"bad": object()}, _arrays())
+    with pytest.raises(TypeError):
+        save_model(path, "ldsm", {}, {"obj": np.array([object()])})
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.npz"]
+
+
+def test_wrong_kind_is_refused(tmp_path):
+    path = tmp_path / "model.npz"
+    save_model(path, "ldsm", {}, _arrays())
+    with pytest.raises(ModelFormatError, match="expected 'lomtree'"):
+        load_model(path, kind="lomtree")
+
+
+def _rewrite_meta(path, **changes):
+    with np.load(path) as archive:
+        contents = {name: archive[name] for name in archive.files}
+    meta = json.loads(contents["__meta__"].tobytes())
+    meta.update(changes)
+    contents["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    np.savez(path, **contents)
+
+
+def test_other_format_version_is_refused(tmp_path):
+    path = tmp_path / "model.npz"
+    save_model(path, "ldsm", {}, _arrays())
+    _rewrite_meta(path, format_version=FORMAT_VERSION + 1)
+    with pytest.raises(ModelFormatError, match="version"):
+        load_model(path)
+
+
+def test_foreign_npz_and_truncated_file_and_pickles_are_refused(tmp_path):
+    foreign = tmp_path / "foreign.npz"
+    np.savez(foreign, a=np.zeros(3))
+    with pytest.raises(ModelFormatError, match="not an xmltree model"):
+        load_model(foreign)
+
+    truncated = tmp_path / "truncated.npz"
+    save_model(truncated, "ldsm", {}, _arrays())
+    truncated.write_bytes(truncated.read_bytes()[:100])
+    with pytest.raises(ModelFormatError):
+        load_model(truncated)
+
+    pickled = tmp_path / "pickled.npz"
+    save_model(pickled, "ldsm", {}, _arrays())
+    with zipfile.ZipFile(pickled, "a") as archive:
+        with archive.open("evil.npy", "w") as handle:
+            np.save(handle, np.array([{"x": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(ModelFormatError):
+        load_model(pickled)
+
+    not_zip = tmp_path / "text.npz"
+    not_zip.write_text("hello")
+    with pytest.raises(ModelFormatError):
+        load_model(not_zip)

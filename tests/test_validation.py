@@ -1,0 +1,80 @@
+"""Input conversion at the Python boundary: what reaches the kernels is always sane."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from xmltree._validation import check_csr_structure, check_features, check_labels
+from xmltree.exceptions import DataFormatError
+
+
+def test_dense_and_sparse_features_become_canonical_float32_csr():
+    dense = np.array([[0, 1.5, 0], [2, 0, 3]])
+    for X in (dense, sp.coo_matrix(dense), sp.csc_matrix(dense)):
+        out = check_features(X)
+        assert out.dtype == np.float32 and out.indices.dtype == np.int32
+        assert out.indptr.dtype == np.int64 and out.has_sorted_indices
+        assert np.array_equal(out.toarray(), dense)
+
+
+def test_features_are_widened_but_never_truncated():
+    X = sp.csr_matrix(np.eye(2))
+    assert check_features(X, n_features=5).shape == (2, 5)
+    with pytest.raises(DataFormatError, match="fitted with 1"):
+        check_features(X, n_features=1)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_features_are_rejected(bad):
+    with pytest.raises(DataFormatError, match="NaN or infinite"):
+        check_features(np.array([[1.0, bad]]))
+    with pytest.raises(DataFormatError, match="NaN or infinite"):
+        check_features(sp.csr_matrix(np.array([[1.0, bad]])))
+
+
+def test_non_2d_features_are_rejected():
+    with pytest.raises(DataFormatError, match="2-D"):
+        check_features(np.zeros(3))
+
+
+def test_unsorted_scipy_input_is_sorted_not_rejected():
+    X = sp.csr_matrix(
+        (np.ones(3, np.float32), np.array([2, 1, 0], np.int32), np.array([0, 2, 3])),
+        shape=(2, 3),
+    )
+    out = check_features(X)
+    assert np.array_equal(out.indices, [1, 2, 0])
+
+
+def test_corrupt_csr_structure_is_rejected():
+    ones = np.array([0, 2, 3])
+    with pytest.raises(DataFormatError, match="row 0"):
+        check_csr_structure(ones, np.array([2, 2, 0]), (2, 3), "X")
+    with pytest.raises(DataFormatError, match="out of range"):
+        check_csr_structure(ones, np.array([0, 1, 7]), (2, 3), "X")
+    with pytest.raises(DataFormatError, match="does not match"):
+        check_csr_structure(ones, np.array([0, 1]), (2, 3), "X")
+    with pytest.raises(DataFormatError, match="non-decreasing"):
+        check_csr_structure(np.array([0, 3, 2, 3]), np.array([0, 1, 2]), (3, 3), "X")
+
+
+def test_label_lists_matrices_and_arrays_agree():
+    lists = [[0, 3], [], [2, 2, 1]]
+    expected = np.array([[1, 0, 0, 1], [0, 0, 0, 0], [0, 1, 1, 0]], dtype=np.float32)
+    assert np.array_equal(check_labels(lists).toarray(), expected)
+    assert np.array_equal(check_labels(expected).toarray(), expected)
+    assert np.array_equal(check_labels(sp.csr_matrix(expected)).toarray(), expected)
+    assert check_labels(lists, n_labels=6).shape == (3, 6)
+
+
+def test_bad_labels_are_rejected():
+    with pytest.raises(DataFormatError, match="negative"):
+        check_labels([[0], [-1]])
+    with pytest.raises(DataFormatError, match="out of range"):
+        check_labels([[0], [5]], n_labels=3)
+    with pytest.raises(DataFormatError, match="only 0 and 1"):
+        check_labels(np.array([[0, 2]]))
+    with pytest.raises(DataFormatError, match="integer label ids"):
+        check_labels([["a"]])
+    with pytest.raises(DataFormatError, match="X has 3"):
+        check_labels([[0]], n_samples=3)
