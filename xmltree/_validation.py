@@ -86,10 +86,7 @@ def check_features(X, *, n_features: int | None = None, what: str = "X") -> sp.c
         On non-2-D input, non-finite values, or too many columns.
     """
     if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float32)
-        if not X.has_canonical_format:
-            X = X.copy()
-            X.sum_duplicates()
+        X = _canonical_csr(X)
     else:
         try:
             dense = np.asarray(X, dtype=np.float32)
@@ -145,11 +142,7 @@ def check_labels(Y, *, n_samples: int | None = None, n_labels: int | None = None
         that disagrees with ``n_samples``.
     """
     if sp.issparse(Y) or isinstance(Y, np.ndarray):
-        Y = sp.csr_matrix(Y, dtype=np.float32)
-        if not Y.has_canonical_format:
-            Y = Y.copy()
-            Y.sum_duplicates()
-        Y.eliminate_zeros()
+        Y = _canonical_csr(Y, drop_zeros=True)
         if Y.data.size and not np.all(Y.data == 1):
             raise DataFormatError(f"{what}: label indicator matrix must contain only 0 and 1")
         if n_labels is not None and Y.shape[1] != n_labels:
@@ -164,6 +157,23 @@ def check_labels(Y, *, n_samples: int | None = None, n_labels: int | None = None
     Y.indptr = Y.indptr.astype(np.int64, copy=False)
     check_csr_structure(Y.indptr, Y.indices, Y.shape, what)
     return Y
+
+
+def _canonical_csr(matrix, drop_zeros: bool = False) -> sp.csr_matrix:
+    """Return a float32 CSR copy of ``matrix`` with sorted, summed duplicates.
+
+    The caller's arrays are never modified: scipy's in-place helpers would
+    rewrite them (and need indices and indptr of one dtype).
+    """
+    matrix = sp.csr_matrix(matrix, dtype=np.float32)
+    if matrix.has_canonical_format and not (drop_zeros and not matrix.data.all()):
+        return matrix
+    matrix = matrix.copy()
+    matrix.indices = matrix.indices.astype(matrix.indptr.dtype)
+    matrix.sum_duplicates()
+    if drop_zeros:
+        matrix.eliminate_zeros()
+    return matrix
 
 
 def _label_lists_to_csr(rows: Iterable, n_labels: int | None, what: str) -> sp.csr_matrix:
