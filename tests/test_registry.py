@@ -180,7 +180,7 @@ def test_load_single_layout_widens_train_and_test_alike(tmp_path):
     assert Y_train[0].indices.tolist() == [0, 5] and Y_test[0].indices.tolist() == [7]
     assert X_test[0, wide - 1] == 3
     for matrix in (X_train, Y_train, X_test, Y_test):
-        assert matrix.indices.dtype == np.int32 and matrix.indptr.dtype == np.int64
+        assert matrix.indices.dtype == np.int32 and matrix.indptr.dtype == np.int32
     X, Y = load_dataset("MEDIAMILL", tmp_path, subset="test")
     assert X.shape == (1, wide) and Y.shape == (1, 101)
     # Alone, the train file is widened to the registry's dimensions.

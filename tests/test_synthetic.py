@@ -33,7 +33,7 @@ def test_shapes_dtypes_and_canonical_form():
     assert X.dtype == np.float32 and Y.dtype == np.float32
     for matrix in (X, Y):
         assert sp.isspmatrix_csr(matrix)
-        assert matrix.indices.dtype == np.int32 and matrix.indptr.dtype == np.int64
+        assert matrix.indices.dtype == np.int32 and matrix.indptr.dtype == np.int32
     assert X.has_canonical_format and Y.has_canonical_format
     assert (check_features(X) != X).nnz == 0
 

@@ -11,13 +11,12 @@ what they get back before any of it reaches compiled code.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from ._atomic import atomic_write
 from .exceptions import ModelFormatError
 
 __all__ = ["FORMAT_VERSION", "save_model", "load_model"]
@@ -33,9 +32,8 @@ _META_KEY = "__meta__"
 def save_model(path, kind: str, params: dict, arrays: dict[str, np.ndarray]) -> None:
     """Write a model file atomically.
 
-    The archive is written to a temporary file in the destination directory,
-    flushed to disk, then renamed over ``path``, so a crash or a full disk
-    never leaves a half-written model behind.
+    The archive is written through :func:`xmltree._atomic.atomic_write`, so
+    a crash or a full disk never leaves a half-written model behind.
 
     Parameters
     ----------
@@ -61,20 +59,8 @@ def save_model(path, kind: str, params: dict, arrays: dict[str, np.ndarray]) -> 
             raise ValueError(f"array name {name!r} is reserved")
         if np.asarray(array).dtype.hasobject:
             raise TypeError(f"array {name!r} has an object dtype; only numeric arrays are saved")
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **{_META_KEY: meta_bytes}, **arrays)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        raise
+    with atomic_write(path) as handle:
+        np.savez(handle, **{_META_KEY: meta_bytes}, **arrays)
 
 
 def load_model(path, kind: str | None = None) -> tuple[str, dict, dict[str, np.ndarray]]:

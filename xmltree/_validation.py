@@ -14,7 +14,39 @@ import scipy.sparse as sp
 
 from .exceptions import DataFormatError
 
-__all__ = ["check_features", "check_labels", "check_csr_structure"]
+__all__ = ["check_features", "check_labels", "check_csr_structure", "make_csr"]
+
+
+def make_csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
+             shape: tuple[int, int]) -> sp.csr_matrix:
+    """Wrap canonical CSR arrays as the matrix handed to users.
+
+    ``indices`` and ``indptr`` get one common dtype, int32 unless the matrix
+    is too large for it, which is what scipy's own sparse routines require
+    (several of them refuse mixed index dtypes). Kernels get their int64
+    ``indptr`` from :func:`check_features` / :func:`check_labels` instead.
+
+    Parameters
+    ----------
+    data, indices, indptr : numpy.ndarray
+        CSR arrays with sorted, unique column indices in every row.
+    shape : tuple of int
+        ``(n_rows, n_cols)``.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        Marked as canonical; shares ``data`` (and the index arrays when no
+        conversion is needed).
+    """
+    fits_int32 = indices.shape[0] < 2**31 and max(shape) < 2**31
+    index_dtype = np.int32 if fits_int32 else np.int64
+    matrix = sp.csr_matrix(
+        (data, indices.astype(index_dtype, copy=False), indptr.astype(index_dtype, copy=False)),
+        shape=shape, copy=False,
+    )
+    matrix.has_canonical_format = True
+    return matrix
 
 
 def check_csr_structure(indptr: np.ndarray, indices: np.ndarray, shape: tuple[int, int],

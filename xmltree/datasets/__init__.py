@@ -4,8 +4,18 @@ Readers return ``X`` as a ``scipy.sparse.csr_matrix`` (float32 values, sorted
 int32 indices) and ``Y`` as a binary CSR label matrix of the same row count.
 """
 
-from ._formats import read_arff, read_bow_pair, read_libsvm, read_xc, read_xc_split, write_xc
-from ._registry import DATASETS, get_data_home, load_dataset
+from ._download import DownloadError
+from ._formats import (
+    read_arff,
+    read_bow_pair,
+    read_libsvm,
+    read_predictions,
+    read_xc,
+    read_xc_split,
+    write_predictions,
+    write_xc,
+)
+from ._registry import DATASETS, DatasetInfo, get_data_home, load_dataset
 from ._synthetic import make_synthetic
 
 __all__ = [
@@ -15,8 +25,12 @@ __all__ = [
     "read_bow_pair",
     "read_libsvm",
     "read_arff",
+    "read_predictions",
+    "write_predictions",
     "load_dataset",
     "get_data_home",
     "DATASETS",
+    "DatasetInfo",
+    "DownloadError",
     "make_synthetic",
 ]

@@ -21,6 +21,8 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import make_csr
+
 __all__ = ["make_synthetic"]
 
 #: Largest row or column count whose ids fit the package's int32 indices.
@@ -71,7 +73,7 @@ def make_synthetic(n_samples: int, n_features: int, n_labels: int, avg_labels: f
     -------
     X : scipy.sparse.csr_matrix of shape (n_samples, n_features)
         float32 tf-idf values with L2-normalised rows; int32 sorted
-        indices, int64 indptr.
+        indices and indptr.
     Y : scipy.sparse.csr_matrix of shape (n_samples, n_labels), or ndarray
         Binary float32 CSR with at least one label per row; with
         ``multiclass=True`` an int64 array ``y`` of shape (n_samples,).
@@ -197,12 +199,7 @@ def _csr_from_sorted(rows: np.ndarray, columns: np.ndarray, values: np.ndarray,
     """Build a canonical CSR matrix from entries already sorted by (row, column)."""
     indptr = np.zeros(shape[0] + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=shape[0]), out=indptr[1:])
-    matrix = sp.csr_matrix((values, columns.astype(np.int32), indptr), shape=shape)
-    # scipy shrinks index arrays to a common dtype; restore the package's
-    # convention (int32 indices, int64 indptr) that the kernels expect.
-    matrix.indices = matrix.indices.astype(np.int32, copy=False)
-    matrix.indptr = matrix.indptr.astype(np.int64, copy=False)
-    return matrix
+    return make_csr(values, columns, indptr, shape)
 
 
 def _normalise_rows(X: sp.csr_matrix) -> None:

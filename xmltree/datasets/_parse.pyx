@@ -1,0 +1,422 @@
+# Compiled parser for the line-based sparse text formats of XMC data sets.
+#
+# One row per line: an optional comma-separated label list, then `id:value`
+# tokens separated by spaces or tabs. The whole body is parsed in one nogil
+# pass into CSR buffers whose sizes come from a first counting pass, so memory
+# stays proportional to the number of entries. See _parse.pxd for the row
+# model and the invariant the scans rely on.
+
+from libc.math cimport isfinite
+from libc.stdlib cimport strtof
+
+import numpy as np
+
+cimport numpy as cnp
+
+cnp.import_array()
+
+# Ids are stored as int32; anything above this is rejected, not wrapped.
+cdef offset_t MAX_ID = 2147483647
+# Plain decimals `[-]digits[.digits]` whose digits form an integer <= 2**24
+# with at most 10 fraction digits are converted with one float32 division:
+# both operands are exact in float32 (10**10 = 2**10 * 5**10, 5**10 < 2**24)
+# and IEEE division rounds correctly, so the result equals strtof's. Other
+# numbers (exponents, more digits) go through strtof.
+cdef offset_t MAX_EXACT_MANTISSA = 16777216
+cdef int MAX_EXACT_FRACTION_DIGITS = 10
+cdef float32_t[11] POWERS_OF_TEN = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10]
+
+
+cdef inline bint is_blank(unsigned char c) noexcept nogil:
+    # '\r' counts as blank so that CRLF files parse like LF files.
+    return c == c' ' or c == c'\t' or c == c'\r'
+
+
+cdef inline bint ends_token(unsigned char c) noexcept nogil:
+    return is_blank(c) or c == c'\n'
+
+
+cdef inline bint is_digit(unsigned char c) noexcept nogil:
+    return c'0' <= c <= c'9'
+
+
+cdef inline offset_t fail(parse_error* error, int code, offset_t offset, offset_t line,
+                          offset_t value) noexcept nogil:
+    """Record a parse error and return -1, the parser's "stop" position."""
+    error.code = code
+    error.offset = offset
+    error.line = line
+    error.value = value
+    return -1
+
+
+cdef inline offset_t scan_id(const unsigned char* buf, offset_t pos,
+                             offset_t* id_out) noexcept nogil:
+    """Read the decimal digits at `pos`; return the position after them.
+
+    The value saturates just above MAX_ID instead of overflowing, so callers
+    can detect ids that do not fit in an index_t.
+    """
+    cdef offset_t value = 0
+    while is_digit(buf[pos]):
+        if value <= MAX_ID:
+            value = value * 10 + (buf[pos] - c'0')
+        pos += 1
+    id_out[0] = value
+    return pos
+
+
+cdef inline int id_problem(const unsigned char* buf, offset_t start, offset_t end,
+                           offset_t value, int malformed_code) noexcept nogil:
+    """Classify the id scanned from `start` to `end`: PARSE_OK or an error code."""
+    if end == start:
+        # A '-' is never the last byte (the buffer ends with '\n'), so
+        # buf[start + 1] is inside the buffer.
+        if buf[start] == c'-' and is_digit(buf[start + 1]):
+            return NEGATIVE_ID
+        return malformed_code
+    if value > MAX_ID:
+        return ID_TOO_LARGE
+    return PARSE_OK
+
+
+cdef offset_t parse_labels(const unsigned char* buf, offset_t pos, offset_t line,
+                           csr_rows* out, parse_error* error) noexcept nogil:
+    """Parse the label list `l1,l2,...` at `pos`; return the position after it."""
+    cdef offset_t token_start = pos
+    cdef offset_t id_end, label
+    cdef int problem
+    while True:
+        id_end = scan_id(buf, pos, &label)
+        problem = id_problem(buf, pos, id_end, label, BAD_LABEL_LIST)
+        if problem != PARSE_OK:
+            return fail(error, problem, token_start, line, 0)
+        out.label_indices[out.n_label_entries] = <index_t>label
+        out.n_label_entries += 1
+        pos = id_end
+        if buf[pos] == c',':
+            pos += 1
+        elif ends_token(buf[pos]):
+            return pos
+        else:
+            return fail(error, BAD_LABEL_LIST, token_start, line, 0)
+
+
+cdef inline bint is_qid(const unsigned char* buf, offset_t pos) noexcept nogil:
+    # Short-circuiting keeps every read before the terminating '\n'.
+    return (buf[pos] == c'q' and buf[pos + 1] == c'i' and buf[pos + 2] == c'd'
+            and buf[pos + 3] == c':')
+
+
+cdef inline offset_t scan_exact_decimal(const unsigned char* buf, offset_t pos,
+                                        float32_t* value_out) noexcept nogil:
+    """Convert a short plain decimal at `pos` exactly; return its end, or -1.
+
+    Returns -1 (the caller then uses strtof) unless the token is
+    `[-]digits[.digits]` with a mantissa <= 2**24 and at most 10 fraction
+    digits, followed by the end of the token.
+    """
+    cdef bint negative = buf[pos] == c'-'
+    cdef offset_t start, mantissa = 0
+    cdef int n_fraction = 0
+    if negative:
+        pos += 1
+    start = pos
+    while is_digit(buf[pos]) and mantissa <= MAX_EXACT_MANTISSA:
+        mantissa = mantissa * 10 + (buf[pos] - c'0')
+        pos += 1
+    if buf[pos] == c'.':
+        pos += 1
+        while (is_digit(buf[pos]) and mantissa <= MAX_EXACT_MANTISSA
+               and n_fraction <= MAX_EXACT_FRACTION_DIGITS):
+            mantissa = mantissa * 10 + (buf[pos] - c'0')
+            n_fraction += 1
+            pos += 1
+        if n_fraction == 0:
+            return -1  # "1." or a lone ".": left to strtof
+    if (pos == start or not ends_token(buf[pos]) or mantissa > MAX_EXACT_MANTISSA
+            or n_fraction > MAX_EXACT_FRACTION_DIGITS):
+        return -1
+    value_out[0] = <float32_t>mantissa / POWERS_OF_TEN[n_fraction]
+    if negative:
+        value_out[0] = -value_out[0]
+    return pos
+
+
+cdef offset_t parse_value(const unsigned char* buf, offset_t pos, offset_t token_start,
+                          offset_t line, float32_t* value_out,
+                          parse_error* error) noexcept nogil:
+    """Parse the number at `pos` (after `id:`); return the position after it."""
+    cdef offset_t end
+    cdef char* number_end
+    cdef float32_t value
+    if ends_token(buf[pos]):
+        return fail(error, BAD_FEATURE_TOKEN, token_start, line, 0)
+    end = scan_exact_decimal(buf, pos, value_out)
+    if end >= 0:
+        return end
+    # strtof skips leading blanks, but ends_token(buf[pos]) was ruled out
+    # above, and it stops at the terminating '\n' at the latest.
+    value = strtof(<const char*>(buf + pos), &number_end)
+    end = <offset_t>(<const unsigned char*>number_end - buf)
+    if end == pos or not ends_token(buf[end]):
+        return fail(error, BAD_VALUE, token_start, line, 0)
+    if not isfinite(value):
+        return fail(error, NON_FINITE_VALUE, token_start, line, 0)
+    value_out[0] = value
+    return end
+
+
+cdef offset_t parse_feature(const unsigned char* buf, offset_t pos, offset_t line,
+                            csr_rows* out, parse_error* error) noexcept nogil:
+    """Parse one `id:value` token at `pos`; return the position after it."""
+    cdef offset_t token_start = pos
+    cdef offset_t feature
+    cdef offset_t id_end = scan_id(buf, pos, &feature)
+    cdef int problem = id_problem(buf, pos, id_end, feature, BAD_FEATURE_TOKEN)
+    if problem == PARSE_OK and buf[id_end] != c':':
+        problem = BAD_FEATURE_TOKEN
+    if problem == BAD_FEATURE_TOKEN and is_qid(buf, pos):
+        problem = QID_TOKEN
+    if problem != PARSE_OK:
+        return fail(error, problem, token_start, line, 0)
+    pos = parse_value(buf, id_end + 1, token_start, line,
+                      &out.feature_values[out.n_feature_entries], error)
+    if pos >= 0:
+        out.feature_indices[out.n_feature_entries] = <index_t>feature
+        out.n_feature_entries += 1
+    return pos
+
+
+cdef inline void swap_entries(index_t* ids, float32_t* values, offset_t a,
+                              offset_t b) noexcept nogil:
+    cdef index_t id_a = ids[a]
+    cdef float32_t value_a
+    ids[a] = ids[b]
+    ids[b] = id_a
+    if values != NULL:
+        value_a = values[a]
+        values[a] = values[b]
+        values[b] = value_a
+
+
+cdef void sift_down(index_t* ids, float32_t* values, offset_t root, offset_t n) noexcept nogil:
+    """Restore the max-heap property below `root` in ids[0:n]."""
+    cdef offset_t child
+    while True:
+        child = 2 * root + 1
+        if child >= n:
+            return
+        if child + 1 < n and ids[child + 1] > ids[child]:
+            child += 1
+        if ids[root] >= ids[child]:
+            return
+        swap_entries(ids, values, root, child)
+        root = child
+
+
+cdef void sort_ids(index_t* ids, float32_t* values, offset_t n) noexcept nogil:
+    """Sort ids[0:n] ascending, moving values (if not NULL) along with them.
+
+    Heapsort: in place and O(n log n) even for adversarial rows; rows are
+    sorted in almost every real file, so this runs rarely.
+    """
+    cdef offset_t i
+    for i in range(n // 2 - 1, -1, -1):
+        sift_down(ids, values, i, n)
+    for i in range(n - 1, 0, -1):
+        swap_entries(ids, values, 0, i)
+        sift_down(ids, values, 0, i)
+
+
+cdef offset_t find_duplicate(index_t* ids, float32_t* values, offset_t n) noexcept nogil:
+    """Sort ids[0:n] if needed; return an id that occurs twice, or -1."""
+    cdef offset_t i
+    for i in range(1, n):
+        if ids[i] <= ids[i - 1]:
+            sort_ids(ids, values, n)
+            break
+    for i in range(1, n):
+        if ids[i] == ids[i - 1]:
+            return ids[i]
+    return -1
+
+
+cdef offset_t drop_zeros(index_t* ids, float32_t* values, offset_t n) noexcept nogil:
+    """Remove entries whose value is zero; return the new length."""
+    cdef offset_t i
+    cdef offset_t kept = 0
+    for i in range(n):
+        if values[i] != 0:
+            ids[kept] = ids[i]
+            values[kept] = values[i]
+            kept += 1
+    return kept
+
+
+cdef int finish_row(csr_rows* out, offset_t feature_start, offset_t label_start,
+                    offset_t line_start, offset_t line, parse_error* error) noexcept nogil:
+    """Canonicalise the row just parsed (sort, reject duplicates, drop zeros)."""
+    cdef index_t* ids = out.feature_indices + feature_start
+    cdef float32_t* values = out.feature_values + feature_start
+    cdef offset_t n = out.n_feature_entries - feature_start
+    cdef offset_t duplicate = find_duplicate(ids, values, n)
+    if duplicate >= 0:
+        fail(error, DUPLICATE_FEATURE, line_start, line, duplicate)
+        return -1
+    out.n_feature_entries = feature_start + drop_zeros(ids, values, n)
+    duplicate = find_duplicate(out.label_indices + label_start, NULL,
+                               out.n_label_entries - label_start)
+    if duplicate >= 0:
+        fail(error, DUPLICATE_LABEL, line_start, line, duplicate)
+        return -1
+    out.n_rows += 1
+    out.feature_indptr[out.n_rows] = out.n_feature_entries
+    out.label_indptr[out.n_rows] = out.n_label_entries
+    return 0
+
+
+cdef inline bint first_token_is_feature(const unsigned char* buf, offset_t pos) noexcept nogil:
+    """True if the token at `pos` contains ':' (a feature, not a label list)."""
+    while not ends_token(buf[pos]):
+        if buf[pos] == c':':
+            return True
+        pos += 1
+    return False
+
+
+cdef offset_t parse_line(const unsigned char* buf, offset_t pos, bint labels_first,
+                         offset_t line, csr_rows* out, parse_error* error) noexcept nogil:
+    """Parse the row starting at `pos`; return the position of its '\\n'."""
+    cdef offset_t line_start = pos
+    cdef offset_t feature_start = out.n_feature_entries
+    cdef offset_t label_start = out.n_label_entries
+    # A line that starts with a blank, or whose first token is `id:value`,
+    # has no labels.
+    if labels_first and not ends_token(buf[pos]) and not first_token_is_feature(buf, pos):
+        pos = parse_labels(buf, pos, line, out, error)
+        if pos < 0:
+            return -1
+    while True:
+        while is_blank(buf[pos]):
+            pos += 1
+        if buf[pos] == c'\n':
+            break
+        pos = parse_feature(buf, pos, line, out, error)
+        if pos < 0:
+            return -1
+    if finish_row(out, feature_start, label_start, line_start, line, error) < 0:
+        return -1
+    return pos
+
+
+cdef offset_t parse_rows(const unsigned char* buf, offset_t start, offset_t end,
+                         bint labels_first, offset_t first_line, csr_rows* out,
+                         parse_error* error) noexcept nogil:
+    """Parse every line of buf[start:end] into `out`; return the rows parsed.
+
+    Returns -1 with `error` filled in at the first malformed row. Requires
+    buf[start:end] to be empty or to end with '\\n' (see _parse.pxd).
+    """
+    cdef offset_t pos = start
+    cdef offset_t line = first_line
+    out.feature_indptr[0] = 0
+    out.label_indptr[0] = 0
+    while pos < end:
+        pos = parse_line(buf, pos, labels_first, line, out, error)
+        if pos < 0:
+            return -1
+        pos += 1
+        line += 1
+    return out.n_rows
+
+
+cdef void count_delimiters(const unsigned char* buf, offset_t start, offset_t end,
+                           offset_t* n_colons, offset_t* n_commas,
+                           offset_t* n_newlines) noexcept nogil:
+    """Count the bytes that bound the number of entries and rows of a body."""
+    cdef offset_t i
+    cdef offset_t colons = 0, commas = 0, newlines = 0
+    cdef unsigned char c
+    for i in range(start, end):
+        c = buf[i]
+        colons += c == c':'
+        commas += c == c','
+        newlines += c == c'\n'
+    n_colons[0] = colons
+    n_commas[0] = commas
+    n_newlines[0] = newlines
+
+
+def _trimmed(array, n):
+    """Return array[:n], copied when that frees a noticeable amount of memory."""
+    return array[:n].copy() if n < 0.9 * array.shape[0] else array[:n]
+
+
+def parse_sparse_rows(const unsigned char[::1] data, offset_t start, bint labels_first,
+                      offset_t first_line):
+    """Parse the rows of a sparse text file body into CSR arrays.
+
+    Parameters
+    ----------
+    data : bytes
+        The whole file.
+    start : int
+        Byte offset where the body (the first row) starts.
+    labels_first : bool
+        Whether each row may start with a comma-separated label list
+        (XC and libsvm formats) or holds only ``id:value`` tokens (BoW files).
+    first_line : int
+        1-based line number of the byte at ``start``.
+
+    Returns
+    -------
+    arrays : tuple of ndarray or None
+        ``(feature_indptr, feature_indices, feature_values, label_indptr,
+        label_indices)``: int64, int32, float32, int64, int32; one row per line
+        of the body, entries sorted within each row, zero values dropped.
+        ``None`` when the body is malformed.
+    error : tuple or None
+        ``(code, offset, line, value)`` describing the first problem (see
+        :class:`ParseErrorCode`), or ``None`` on success.
+    """
+    cdef offset_t end = data.shape[0]
+    cdef offset_t n_colons, n_commas, n_newlines, n_rows
+    cdef csr_rows out
+    cdef parse_error error
+    if start < 0 or start > end:
+        raise ValueError(f"start={start} is outside the data (length {end})")
+    cdef const unsigned char* buf = &data[0] if end > 0 else NULL
+    with nogil:
+        count_delimiters(buf, start, end, &n_colons, &n_commas, &n_newlines)
+    if end > start and data[end - 1] != c'\n':
+        return None, (NO_FINAL_NEWLINE, end, first_line + n_newlines, 0)
+    # Arrays get at least one element so that taking the address of the first
+    # is valid even for an empty body.
+    cdef cnp.ndarray feature_indptr = np.zeros(n_newlines + 1, dtype=np.int64)
+    cdef cnp.ndarray label_indptr = np.zeros(n_newlines + 1, dtype=np.int64)
+    cdef cnp.ndarray feature_indices = np.empty(max(n_colons, 1), dtype=np.int32)
+    cdef cnp.ndarray feature_values = np.empty(max(n_colons, 1), dtype=np.float32)
+    # Every label is followed by a comma or ends its line's label list.
+    cdef cnp.ndarray label_indices = np.empty(max(n_commas + n_newlines, 1), dtype=np.int32)
+    out.feature_indptr = <offset_t*>cnp.PyArray_DATA(feature_indptr)
+    out.feature_indices = <index_t*>cnp.PyArray_DATA(feature_indices)
+    out.feature_values = <float32_t*>cnp.PyArray_DATA(feature_values)
+    out.label_indptr = <offset_t*>cnp.PyArray_DATA(label_indptr)
+    out.label_indices = <index_t*>cnp.PyArray_DATA(label_indices)
+    out.n_rows = 0
+    out.n_feature_entries = 0
+    out.n_label_entries = 0
+    error.code = PARSE_OK
+    with nogil:
+        n_rows = parse_rows(buf, start, end, labels_first, first_line, &out, &error)
+    if n_rows < 0:
+        return None, (error.code, error.offset, error.line, error.value)
+    arrays = (
+        feature_indptr,
+        _trimmed(feature_indices, out.n_feature_entries),
+        _trimmed(feature_values, out.n_feature_entries),
+        label_indptr,
+        _trimmed(label_indices, out.n_label_entries),
+    )
+    return arrays, None
