@@ -1,0 +1,365 @@
+"""LdSM training kernels: optimiser steps, node training and tree growth.
+
+Node training is compared with the slow pure-Python reference of
+``tests/ldsm_reference.py`` (same random draws); the grown tree is checked
+for its structural invariants and by descending every training example with
+the stored weights in plain Python.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from ldsm_reference import Xoshiro, nag_step, sgd_step, train_node
+from xmltree._ldsm import _py_train_node, build_tree
+from xmltree._optim import _py_nag_step, _py_sgd_step
+from xmltree._random import _py_draw
+
+from xmltree.exceptions import DataFormatError
+
+NODE_SETTINGS = dict(epochs=3, lambda1=2.0, lambda2=1.0, learning_rate=0.3)
+TREE_SETTINGS = dict(arity=2, max_nodes=41, epochs=3, lambda1=2.0, lambda2=1.0,
+                     optimizer="nag", learning_rate=0.1, routing="margin",
+                     weight_threshold=0.01, seed=7)
+ROUTING_THRESHOLD = {"margin": 0.5, "sigmoid": 0.0}
+
+
+def make_csr(dense, dtype=np.float32):
+    """CSR in the kernels' layout (float32 values, int32 indices, int64 indptr)."""
+    matrix = sp.csr_matrix(np.asarray(dense, dtype=dtype))
+    matrix.indices = matrix.indices.astype(np.int32)
+    matrix.indptr = matrix.indptr.astype(np.int64)
+    return matrix
+
+
+def random_problem(rng, n_samples=30, n_features=12, n_labels=6, clusters=3):
+    """Features of mixed sign and scale; labels correlated with feature clusters."""
+    centre = rng.integers(0, clusters, n_samples)
+    dense_x = rng.uniform(-2.0, 3.0, (n_samples, n_features))
+    dense_x *= rng.random((n_samples, n_features)) < 0.35
+    dense_x[np.arange(n_samples), centre] += 2.0
+    dense_y = rng.random((n_samples, n_labels)) < 0.15
+    dense_y[np.arange(n_samples), centre] = True
+    return make_csr(dense_x), make_csr(dense_y)
+
+
+# ----------------------------------------------------------------------------- RNG and steps
+
+
+def test_reference_generator_matches_the_compiled_one():
+    rng = Xoshiro(12345)
+    assert [rng.next() for _ in range(5)] == [int(v) for v in _py_draw(12345, 5)]
+    rng = Xoshiro(9)
+    assert [rng.below(7) for _ in range(50)] == list(_py_draw(9, 50, 7))
+
+
+def random_step_input(rng, n_features=8):
+    indices = np.sort(rng.choice(n_features, 4, replace=False)).astype(np.int32)
+    values = rng.uniform(-3, 3, 4).astype(np.float32)
+    return indices, values
+
+
+def test_sgd_step_matches_reference(rng):
+    weights = rng.normal(size=9)
+    expected = weights.copy()
+    for _ in range(5):
+        indices, values = random_step_input(rng)
+        target = float(rng.integers(0, 2))
+        z = _py_sgd_step(weights, indices, values, target, 0.2)
+        z_ref = sgd_step(expected, indices, values.astype(np.float64), target, 0.2)
+        assert z == pytest.approx(z_ref, rel=1e-12, abs=1e-12)
+        np.testing.assert_allclose(weights, expected, rtol=1e-12, atol=1e-14)
+
+
+def test_nag_steps_match_reference(rng):
+    state = [np.zeros(9), np.zeros(9), np.zeros(9)]
+    state[0][-1] = 0.05
+    expected = [array.copy() for array in state]
+    norm = norm_ref = 0.0
+    t = t_ref = 0
+    for _ in range(8):
+        indices, values = random_step_input(rng)
+        target = float(rng.integers(0, 2))
+        z, norm, t = _py_nag_step(*state, norm, t, indices, values, target, 0.3)
+        z_ref, norm_ref, t_ref = nag_step(*expected, norm_ref, t_ref, indices,
+                                          values.astype(np.float64), target, 0.3)
+        assert z == pytest.approx(z_ref, rel=1e-12, abs=1e-12)
+        assert norm == pytest.approx(norm_ref, rel=1e-12) and t == t_ref
+        for array, array_ref in zip(state, expected):
+            np.testing.assert_allclose(array, array_ref, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("step", ["sgd", "nag"])
+def test_explicit_zeros_change_nothing(step):
+    indices = np.array([1, 3, 4], dtype=np.int32)
+    values = np.array([0.5, -2.0, 1.5], dtype=np.float32)
+    with_zeros = (np.array([0, 1, 2, 3, 4, 5], dtype=np.int32),
+                  np.array([0, 0.5, 0, -2.0, 1.5, 0], dtype=np.float32))
+    results = []
+    for x in ((indices, values), with_zeros):
+        state = [np.full(7, 0.1), np.zeros(7), np.zeros(7)]
+        if step == "sgd":
+            z = _py_sgd_step(state[0], *x, 1.0, 0.5)
+        else:
+            z = _py_nag_step(*state, 0.0, 0, *x, 1.0, 0.5)
+        results.append((z, state))
+    assert results[0][0] == results[1][0]
+    for a, b in zip(results[0][1], results[1][1]):
+        assert np.array_equal(a, b)
+    assert np.all(np.isfinite(results[1][1][0]))
+
+
+def test_nag_rescales_a_weight_when_its_feature_grows():
+    weights, scale, sum_sq = np.zeros(3), np.zeros(3), np.zeros(3)
+    weights[0] = 0.5
+    indices = np.array([0], dtype=np.int32)
+    tiny = 1e-12  # the gradient step is negligible: only the rescale shows
+    # First sight of the feature only sets its scale (the initial weight survives).
+    _py_nag_step(weights, scale, sum_sq, 0.0, 0, indices, np.array([1.0], np.float32), 1.0, tiny)
+    assert scale[0] == 1.0 and weights[0] == pytest.approx(0.5, abs=1e-9)
+    _py_nag_step(weights, scale, sum_sq, 1.0, 1, indices, np.array([-4.0], np.float32), 1.0,
+                 tiny)
+    assert scale[0] == 4.0 and weights[0] == pytest.approx(0.125, abs=1e-9)
+    # A smaller value leaves scale and weight alone.
+    _py_nag_step(weights, scale, sum_sq, 2.0, 2, indices, np.array([2.0], np.float32), 1.0, tiny)
+    assert scale[0] == 4.0 and weights[0] == pytest.approx(0.125, abs=1e-9)
+
+
+def test_step_wrappers_reject_out_of_range_features():
+    with pytest.raises(ValueError, match="out of range"):
+        _py_sgd_step(np.zeros(3), np.array([2], np.int32), np.array([1.0], np.float32), 1, 0.1)
+
+
+# ----------------------------------------------------------------------------- node training
+
+
+@pytest.mark.parametrize("arity", [2, 3])
+@pytest.mark.parametrize("optimizer,routing", [("nag", "margin"), ("sgd", "margin"),
+                                               ("nag", "sigmoid"), ("sgd", "sigmoid")])
+def test_train_node_matches_reference(rng, arity, optimizer, routing):
+    X, Y = random_problem(rng)
+    Y = Y.tolil()
+    Y[4, :] = 0  # an unlabelled example is skipped, not a crash
+    Y = make_csr(Y.toarray())
+    rows = rng.permutation(X.shape[0])[:25]
+    settings = dict(NODE_SETTINGS, arity=arity, optimizer=optimizer, routing=routing, seed=3)
+    got = _py_train_node(X, Y, rows, **settings)
+    want = train_node(X, Y, rows, **settings)
+    assert np.array_equal(got["directions"], want["directions"])
+    assert got["total_count"] == want["total_count"]
+    assert np.array_equal(got["labels"], want["labels"])
+    assert np.array_equal(got["label_count"], want["label_count"])
+    for key in ("prob", "label_prob", "weights", "bias", "trace"):
+        np.testing.assert_allclose(got[key], want[key], rtol=1e-9, atol=1e-12, err_msg=key)
+    # The search really explores: several subsets are chosen, ties were broken.
+    assert len(np.unique(got["directions"])) >= 2
+
+
+def test_train_node_zero_epochs_keeps_initial_biases(rng):
+    X, Y = random_problem(rng)
+    got = _py_train_node(X, Y, np.arange(10), **dict(NODE_SETTINGS, epochs=0), arity=2,
+                         optimizer="nag", routing="margin", seed=1)
+    assert np.all(got["weights"] == 0)
+    assert np.all(np.abs(got["bias"]) <= 0.01) and np.any(got["bias"] != 0)
+
+
+# ----------------------------------------------------------------------------- tree growth
+
+
+def descend(tree, X, row, arity, threshold):
+    """Return the nodes an example visits, using the stored weights (pure Python)."""
+    start, end = X.indptr[row], X.indptr[row + 1]
+    x = dict(zip(X.indices[start:end].tolist(), X.data[start:end].astype(np.float64).tolist()))
+    visited, stack = [], [0]
+    while stack:
+        node = stack.pop()
+        visited.append(node)
+        first = tree["first_child"][node]
+        if first < 0:
+            continue
+        scores = []
+        for m in range(arity):
+            lo, hi = tree["weight_indptr"][node * arity + m:node * arity + m + 2]
+            z = float(tree["bias"][node, m])
+            for j, w in zip(tree["weight_indices"][lo:hi], tree["weight_values"][lo:hi]):
+                z += x.get(int(j), 0.0) * float(w)
+            scores.append(z)
+        goes = [m for m in range(arity) if scores[m] >= threshold]
+        stack.extend(first + m for m in (goes or [int(np.argmax(scores))]))
+    return visited
+
+
+def check_tree(tree, X, Y, arity, max_nodes, epochs, weight_threshold, threshold):
+    first_child, parent, depth = tree["first_child"], tree["parent"], tree["depth"]
+    n_nodes = first_child.size
+    assert 1 <= n_nodes <= max_nodes
+    assert parent[0] == -1 and depth[0] == 0 and tree["n_samples"][0] == X.shape[0]
+    assert tree["weight_indptr"].shape == (n_nodes * arity + 1,)
+    assert tree["bias"].shape == (n_nodes, arity)
+    internal = np.flatnonzero(first_child >= 0)
+    children = (first_child[internal, None] + np.arange(arity)).ravel()
+    assert np.array_equal(np.sort(children), np.arange(1, n_nodes))  # each node once
+    assert np.all(first_child[internal] > internal)
+    assert np.array_equal(parent[children], np.repeat(internal, arity))
+    assert np.array_equal(depth[children], np.repeat(depth[internal] + 1, arity))
+    weight_rows = np.diff(tree["weight_indptr"]).reshape(n_nodes, arity)
+    leaf_sizes = np.diff(tree["leaf_indptr"])
+    trace_sizes = np.diff(tree["trace_indptr"])
+    leaves = first_child < 0
+    assert np.all(weight_rows[leaves] == 0) and np.all(tree["bias"][leaves] == 0)
+    assert np.all(leaf_sizes[~leaves] == 0) and np.all(leaf_sizes[leaves] > 0)
+    assert np.all(trace_sizes[~leaves] == epochs) and np.all(trace_sizes[leaves] == 0)
+    assert np.all(np.abs(tree["weight_values"]) >= weight_threshold)
+    assert np.all((tree["weight_indices"] >= 0) & (tree["weight_indices"] < X.shape[1]))
+    for lo, hi in zip(tree["weight_indptr"][:-1], tree["weight_indptr"][1:]):
+        assert np.all(np.diff(tree["weight_indices"][lo:hi]) > 0)
+    visits = np.zeros(n_nodes, dtype=np.int64)
+    leaf_hist = {}
+    for row in range(X.shape[0]):
+        visited = descend(tree, X, row, arity, threshold)
+        assert any(leaves[v] for v in visited)
+        visits[visited] += 1
+        for v in visited:
+            if leaves[v]:
+                counts = leaf_hist.setdefault(v, np.zeros(Y.shape[1]))
+                counts[Y.indices[Y.indptr[row]:Y.indptr[row + 1]]] += 1
+    # Training routed exactly as the stored weights route.
+    assert np.array_equal(visits, tree["n_samples"])
+    for v in np.flatnonzero(leaves):
+        lo, hi = tree["leaf_indptr"][v:v + 2]
+        labels, values = tree["leaf_labels"][lo:hi], tree["leaf_values"][lo:hi]
+        assert np.all(np.diff(labels) > 0)
+        assert values.sum() == pytest.approx(1.0, abs=1e-5)
+        source = v if visits[v] else parent[v]  # an empty leaf copies its parent
+        counts = (leaf_hist[v] if visits[v] else
+                  np.asarray(Y[visits_rows(tree, X, source, arity, threshold)].sum(0)).ravel())
+        np.testing.assert_allclose(values, counts[labels] / counts.sum(), rtol=1e-6)
+        assert np.count_nonzero(counts) == labels.size
+
+
+def visits_rows(tree, X, node, arity, threshold):
+    return [row for row in range(X.shape[0]) if node in descend(tree, X, row, arity, threshold)]
+
+
+@pytest.mark.parametrize("routing", ["margin", "sigmoid"])
+@pytest.mark.parametrize("arity", [2, 3])
+def test_build_tree_invariants(rng, routing, arity):
+    X, Y = random_problem(rng, n_samples=120, n_features=20, n_labels=10, clusters=5)
+    settings = dict(TREE_SETTINGS, routing=routing, arity=arity)
+    tree = build_tree(X, Y, **settings)
+    assert tree["first_child"].size > 1 + arity  # it grew beyond one split
+    check_tree(tree, X, Y, arity, settings["max_nodes"], settings["epochs"],
+               settings["weight_threshold"], ROUTING_THRESHOLD[routing])
+    if arity == 3:  # these data give empty children: their leaves copy the parent
+        assert np.any(tree["n_samples"] == 0)
+
+
+def priority(Y, rows):
+    counts = np.asarray(Y[rows].sum(0)).ravel()
+    return counts.sum() - counts.max()
+
+
+@pytest.mark.parametrize("seed", [0, 5, 6, 9])  # 5, 6, 9 expand node 2
+def test_second_expansion_is_the_root_child_of_highest_priority(rng, seed):
+    X, Y = random_problem(rng, n_samples=100, n_features=20, n_labels=10, clusters=4)
+    # Budget for exactly two expansions of a binary tree: root, then one child.
+    tree = build_tree(X, Y, **dict(TREE_SETTINGS, max_nodes=5, seed=seed))
+    assert tree["first_child"][0] == 1
+    expanded = np.flatnonzero(tree["first_child"][1:3] >= 0) + 1
+    assert expanded.size == 1
+    reach = {1: [], 2: []}
+    for row in range(X.shape[0]):
+        for node in descend(tree, X, row, 2, ROUTING_THRESHOLD["margin"]):
+            if node in reach:
+                reach[node].append(row)
+    other = 3 - expanded[0]
+    # Ties go to the smaller id, so the expanded node wins strictly or is node 1.
+    assert (priority(Y, reach[expanded[0]]) > priority(Y, reach[other])
+            or (expanded[0] == 1 and priority(Y, reach[1]) == priority(Y, reach[2])))
+
+
+def test_build_tree_is_deterministic_and_seed_dependent(rng):
+    X, Y = random_problem(rng, n_samples=80, n_features=15, n_labels=8)
+    first = build_tree(X, Y, **TREE_SETTINGS)
+    again = build_tree(X, Y, **TREE_SETTINGS)
+    other = build_tree(X, Y, **dict(TREE_SETTINGS, seed=8))
+    assert first.keys() == again.keys()
+    for key in first:
+        assert first[key].dtype == again[key].dtype
+        assert np.array_equal(first[key], again[key]), key
+    assert any(not np.array_equal(first[key], other[key]) for key in first)
+
+
+def test_pure_labels_and_tiny_budgets_give_a_single_leaf(rng):
+    X, Y = random_problem(rng)
+    pure = make_csr(np.eye(1, Y.shape[1], 2).repeat(X.shape[0], axis=0))
+    for labels, max_nodes in ((pure, 41), (Y, 1), (Y, 2)):
+        tree = build_tree(X, labels, **dict(TREE_SETTINGS, max_nodes=max_nodes))
+        assert np.array_equal(tree["first_child"], [-1])
+        assert tree["weight_values"].size == 0 and tree["trace_values"].size == 0
+        lo, hi = tree["leaf_indptr"]
+        expected = np.asarray(labels.sum(0)).ravel()
+        np.testing.assert_allclose(tree["leaf_values"],
+                                   expected[tree["leaf_labels"]] / expected.sum(), rtol=1e-6)
+
+
+def test_progress_reports_each_expansion_and_can_abort(rng):
+    X, Y = random_problem(rng, n_samples=60)
+    calls = []
+    tree = build_tree(X, Y, **TREE_SETTINGS, progress=calls.append)
+    assert calls == list(range(1, int(np.sum(tree["first_child"] >= 0)) + 1))
+
+    def abort(n_expanded):
+        raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError, match="stop"):
+        build_tree(X, Y, **TREE_SETTINGS, progress=abort)
+
+
+def test_unlabelled_examples_do_not_crash(rng):
+    X, Y = random_problem(rng, n_samples=40)
+    Y = make_csr(np.vstack([Y.toarray(), np.zeros((5, Y.shape[1]))]))
+    X = make_csr(np.vstack([X.toarray(), np.ones((5, X.shape[1]))]))
+    tree = build_tree(X, Y, **TREE_SETTINGS)
+    assert tree["n_samples"][0] == 45
+
+
+@pytest.mark.parametrize("change,error,match", [
+    (dict(arity=1), ValueError, "arity"),
+    (dict(max_nodes=0), ValueError, "max_nodes"),
+    (dict(epochs=-1), ValueError, "epochs"),
+    (dict(optimizer="adam"), ValueError, "optimizer"),
+    (dict(routing="soft"), ValueError, "routing"),
+    (dict(learning_rate=0.0), ValueError, "learning_rate"),
+    (dict(lambda1=float("nan")), ValueError, "lambda1"),
+    (dict(weight_threshold=-1.0), ValueError, "weight_threshold"),
+    (dict(seed=-1), ValueError, "seed"),
+    (dict(seed=2**64), ValueError, "seed"),
+])
+def test_bad_settings_are_rejected(rng, change, error, match):
+    X, Y = random_problem(rng)
+    with pytest.raises(error, match=match):
+        build_tree(X, Y, **dict(TREE_SETTINGS, **change))
+
+
+def test_bad_matrices_are_rejected(rng):
+    X, Y = random_problem(rng)
+    with pytest.raises(DataFormatError, match="rows"):
+        build_tree(make_csr(X.toarray()[:-1]), Y, **TREE_SETTINGS)
+    with pytest.raises(TypeError, match="int64 indptr"):
+        build_tree(sp.csr_matrix(X.toarray()), Y, **TREE_SETTINGS)
+    with pytest.raises(TypeError, match="CSR"):
+        build_tree(X.toarray(), Y, **TREE_SETTINGS)
+    bad = make_csr(X.toarray())
+    bad.data[0] = np.nan
+    with pytest.raises(DataFormatError, match="NaN"):
+        build_tree(bad, Y, **TREE_SETTINGS)
+    unsorted = make_csr(X.toarray())
+    row = int(np.argmax(np.diff(unsorted.indptr)))
+    lo = unsorted.indptr[row]
+    unsorted.indices[lo:lo + 2] = unsorted.indices[lo:lo + 2][::-1]
+    with pytest.raises(DataFormatError, match="unsorted"):
+        build_tree(unsorted, Y, **TREE_SETTINGS)
+    out_of_range = make_csr(Y.toarray())
+    out_of_range.indices[0] = Y.shape[1]
+    with pytest.raises(DataFormatError, match="out of range"):
+        build_tree(X, out_of_range, **TREE_SETTINGS)

@@ -1,0 +1,708 @@
+# distutils: language = c++
+"""LdSM tree growth: node training, routing and best-first expansion.
+
+Implements Algorithms 1 and 3-5 of Majzoubi & Choromanska (AISTATS 2020). A
+node with arity M streams E times over its examples (in the tree's shuffled
+order); for each example it updates the counters C_v and l_v, evaluates the
+objective
+
+    J = sum_{j<l} |P_j - P_l| - lambda1 * sum_{i in y} (l_v[i] / C_v) sum_{j<l} |P_j^i - P_l^i|
+        + lambda2 * |sum_j P_j - 1|
+
+for each of the 2^M - 1 non-empty direction subsets with the tentative
+statistics of Algorithm 3, trains regressor m towards "goes to child m" of
+the best subset, and moves P_m and P_m^k towards the regressor's output.
+
+Choices the paper leaves open, fixed here:
+
+* Ties in J (within ``TIE_TOLERANCE``) are broken uniformly at random with
+  the tree's generator; a draw happens only when there is more than one.
+* "Random weights" (Algorithm 4): only the biases start random, uniform in
+  ``[-INIT_BIAS_SPREAD / 2, INIT_BIAS_SPREAD / 2)``, drawn in regressor order
+  when the node starts; feature weights start at 0, so stored models stay
+  sparse.
+* Examples without labels are skipped by training (they carry no signal and
+  would divide by C_v = 0) but are still routed.
+* After training, each weight is rounded to float32 and kept when
+  ``|w| >= weight_threshold`` and ``w != 0``; the bias is always kept. Routing
+  uses these stored weights, so that prediction follows the same paths.
+
+Random draws of one tree, in order: the permutation of the training rows,
+then for every expanded node its M initial biases and its tie breaks.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+cimport numpy as cnp
+from libc.math cimport fabs
+from libc.stdint cimport int64_t, uint8_t
+from libcpp.algorithm cimport sort
+from libcpp.utility cimport pair
+from libcpp.vector cimport vector
+
+from ._optim cimport OPTIMIZER_NAG, OPTIMIZER_SGD, Regressor, regressor_step, reset_regressor
+from ._optim cimport score, sigmoid
+from ._random cimport rng_below, rng_seed, rng_shuffle, rng_uniform
+from ._routing cimport route
+from ._types cimport float32_t, float64_t, index_t, offset_t
+
+from ._validation import check_csr_structure
+from .exceptions import DataFormatError
+
+cnp.import_array()
+
+#: Two objective values closer than this are a tie (symmetric subsets must tie
+#: even when their terms are summed in a different order).
+cdef float64_t TIE_TOLERANCE = 1e-12
+#: Width of the uniform interval the initial biases are drawn from.
+cdef float64_t INIT_BIAS_SPREAD = 0.02
+#: Largest supported arity: the direction search enumerates 2^M - 1 subsets.
+MAX_ARITY = 16
+_OPTIMIZERS = {"sgd": OPTIMIZER_SGD, "nag": OPTIMIZER_NAG}
+_ROUTING_THRESHOLDS = {"margin": 0.5, "sigmoid": 0.0}
+
+
+cdef inline float64_t clamp_unit(float64_t z) noexcept nogil:
+    """Return ``min(max(z, 0), 1)``."""
+    return 0.0 if z < 0.0 else (1.0 if z > 1.0 else z)
+
+
+cdef CSRView _view(matrix, bint with_values):
+    """Return raw pointers into a CSR matrix whose arrays are C-contiguous."""
+    cdef CSRView view
+    view.indptr = <const offset_t*>cnp.PyArray_DATA(matrix.indptr)
+    view.indices = <const index_t*>cnp.PyArray_DATA(matrix.indices)
+    view.values = <const float32_t*>cnp.PyArray_DATA(matrix.data) if with_values else NULL
+    view.n_rows = matrix.shape[0]
+    view.n_cols = matrix.shape[1]
+    return view
+
+
+def _check_csr(matrix, what):
+    """Check dtypes and structure of a CSR matrix handed to the kernels."""
+    if not sp.issparse(matrix) or matrix.format != "csr":
+        raise TypeError(f"{what} must be a scipy.sparse CSR matrix")
+    if (matrix.indptr.dtype != np.int64 or matrix.indices.dtype != np.int32
+            or matrix.data.dtype != np.float32):
+        raise TypeError(f"{what} must have int64 indptr, int32 indices and float32 values")
+    if max(matrix.shape) >= np.iinfo(np.int32).max:
+        raise DataFormatError(f"{what}: shape {matrix.shape} exceeds the int32 index range")
+    for array in (matrix.indptr, matrix.indices, matrix.data):
+        if not array.flags.c_contiguous:
+            raise TypeError(f"{what} arrays must be C-contiguous")
+    check_csr_structure(matrix.indptr, matrix.indices, matrix.shape, what)
+
+
+cdef class NodeTrainer:
+    """Scratch and kernels to train one LdSM node at a time (see ``_ldsm.pxd``).
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix of shape (n_samples, n_features)
+        float32 features, int32 sorted indices, int64 indptr.
+    Y : scipy.sparse.csr_matrix of shape (n_samples, n_labels)
+        Binary labels in the same layout.
+    arity, epochs, lambda1, lambda2, optimizer, learning_rate, routing,
+    weight_threshold, seed
+        As in :func:`build_tree`.
+    """
+
+    def __init__(self, X, Y, *, int arity, int epochs, double lambda1, double lambda2,
+                 str optimizer, double learning_rate, str routing, double weight_threshold,
+                 seed):
+        _check_csr(X, "X")
+        _check_csr(Y, "Y")
+        if X.shape[0] != Y.shape[0]:
+            raise DataFormatError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
+        if X.data.size and not np.all(np.isfinite(X.data)):
+            raise DataFormatError("X: contains NaN or infinite values")
+        _check_settings(arity, epochs, lambda1, lambda2, optimizer, learning_rate, routing,
+                        weight_threshold, seed)
+        self._keep_alive = (X, Y)
+        self.X = _view(X, True)
+        self.Y = _view(Y, False)
+        self.settings.arity = arity
+        self.settings.epochs = epochs
+        self.settings.lambda1 = lambda1
+        self.settings.lambda2 = lambda2
+        self.settings.learning_rate = learning_rate
+        self.settings.optimizer = _OPTIMIZERS[optimizer]
+        self.settings.sigmoid_routing = routing == "sigmoid"
+        self.settings.threshold = _ROUTING_THRESHOLDS[routing]
+        self.settings.weight_threshold = weight_threshold
+        rng_seed(&self.rng, <unsigned long long>seed)
+        self._allocate(int(np.diff(Y.indptr).max(initial=0)))
+
+    def _allocate(self, index_t max_labels_per_row):
+        """Size the scratch once for the whole tree and wire the regressors."""
+        cdef index_t m, arity = self.settings.arity
+        cdef offset_t dense_size = <offset_t>arity * (self.X.n_cols + 1)
+        self.stride = self.X.n_cols + 1
+        self.weights.assign(dense_size, 0.0)
+        self.scale.assign(dense_size, 0.0)
+        self.sum_sq_grad.assign(dense_size, 0.0)
+        self.regressors.resize(arity)
+        for m in range(arity):
+            self.regressors[m].weights = &self.weights[<offset_t>m * self.stride]
+            self.regressors[m].scale = &self.scale[<offset_t>m * self.stride]
+            self.regressors[m].sum_sq_grad = &self.sum_sq_grad[<offset_t>m * self.stride]
+            self.regressors[m].bias_index = self.X.n_cols
+        self.feature_seen.assign(self.X.n_cols, 0)
+        self.label_slot.assign(self.Y.n_cols, -1)
+        self.prob.assign(arity, 0.0)
+        self.example_slots.assign(max_labels_per_row, 0)
+        self.tentative.assign(2 * arity, 0.0)
+        self.label_row.assign(2 * arity, 0.0)
+        self.pair_integrity.assign(2 * arity * (arity - 1), 0.0)
+        self.objective.assign(1 << arity, 0.0)
+        self.tied.assign(1 << arity, 0)
+
+    cdef int start_node(self, const index_t* rows, index_t n_rows) except -1 nogil:
+        """Collect the node's features and labels, zero its statistics, draw the biases."""
+        cdef index_t i, m, j, label
+        cdef offset_t k
+        self.node_features.clear()
+        self.node_labels.clear()
+        for i in range(n_rows):
+            for k in range(self.X.indptr[rows[i]], self.X.indptr[rows[i] + 1]):
+                j = self.X.indices[k]
+                if not self.feature_seen[j]:
+                    self.feature_seen[j] = 1
+                    self.node_features.push_back(j)
+            for k in range(self.Y.indptr[rows[i]], self.Y.indptr[rows[i] + 1]):
+                label = self.Y.indices[k]
+                if self.label_slot[label] < 0:
+                    self.label_slot[label] = self.node_labels.size()
+                    self.node_labels.push_back(label)
+        sort(self.node_features.begin(), self.node_features.end())
+        self.label_count.assign(self.node_labels.size(), 0)
+        self.label_prob.assign(self.node_labels.size() * self.settings.arity, 0.0)
+        self.total_count = 0
+        for m in range(self.settings.arity):
+            self.prob[m] = 0.0
+            self.regressors[m].weights[self.X.n_cols] = (
+                (rng_uniform(&self.rng) - 0.5) * INIT_BIAS_SPREAD)
+        return 0
+
+    cdef void train_node(self, const index_t* rows, index_t n_rows, float64_t* trace,
+                         index_t* directions) noexcept nogil:
+        """Run the E epochs of TrainRegressors (Algorithm 4) over ``rows``.
+
+        Writes the mean objective of the chosen subsets of each epoch to
+        ``trace[e]`` and, unless ``directions`` is NULL, the chosen subset of
+        every (epoch, example) to ``directions[e * n_rows + i]`` (0 for an
+        example without labels).
+        """
+        cdef index_t e, i, chosen, n_trained
+        cdef float64_t chosen_objective, objective_sum
+        for e in range(self.settings.epochs):
+            objective_sum = 0.0
+            n_trained = 0
+            for i in range(n_rows):
+                chosen = self.train_example(rows[i], &chosen_objective)
+                if directions != NULL:
+                    directions[<offset_t>e * n_rows + i] = chosen
+                if chosen > 0:
+                    objective_sum += chosen_objective
+                    n_trained += 1
+            trace[e] = objective_sum / n_trained if n_trained else 0.0
+
+    cdef index_t train_example(self, index_t row, float64_t* chosen_objective) noexcept nogil:
+        """Process one example; return the chosen subset (0 if it has no labels)."""
+        cdef offset_t label_start = self.Y.indptr[row]
+        cdef index_t n_labels = <index_t>(self.Y.indptr[row + 1] - label_start)
+        cdef offset_t x_start = self.X.indptr[row]
+        cdef index_t nnz = <index_t>(self.X.indptr[row + 1] - x_start)
+        cdef index_t k, m, slot, chosen
+        cdef float64_t z, pred
+        if n_labels == 0:
+            return 0
+        self.total_count += n_labels
+        for k in range(n_labels):
+            slot = self.label_slot[self.Y.indices[label_start + k]]
+            self.example_slots[k] = slot
+            self.label_count[slot] += 1
+        chosen = self.choose_subset(n_labels)
+        chosen_objective[0] = self.objective[chosen]
+        for m in range(self.settings.arity):
+            z = regressor_step(self.settings.optimizer, &self.regressors[m],
+                               self.X.indices + x_start, self.X.values + x_start, nnz,
+                               <float64_t>((chosen >> m) & 1), self.settings.learning_rate)
+            pred = sigmoid(z) if self.settings.sigmoid_routing else clamp_unit(z)
+            self.update_statistics(m, pred, n_labels)
+        return chosen
+
+    cdef void tabulate_terms(self, index_t n_labels) noexcept nogil:
+        """Tabulate what J needs for every subset of Algorithm 3, in one pass over labels.
+
+        A tentative P_m (and P_m^k) takes only two values: example sent to m
+        or not. So each pair j < l of children contributes to the integrity
+        term one of four sums over the labels, ``sum_k pi_k |P_j^k - P_l^k|``
+        for the four (goes to j, goes to l) cases; each subset then only
+        adds up its pairs' entries, instead of looping over the labels again.
+        """
+        cdef index_t arity = self.settings.arity
+        cdef float64_t count = <float64_t>self.total_count
+        cdef float64_t* tentative = self.tentative.data()
+        cdef float64_t* row = self.label_row.data()
+        cdef float64_t* pair_sums = self.pair_integrity.data()
+        cdef float64_t seen, share
+        cdef index_t k, j, l, pair, slot, goes, goes_l
+        for j in range(arity):
+            for goes in range(2):
+                tentative[2 * j + goes] = (
+                    ((count - n_labels) * self.prob[j] + n_labels * <float64_t>goes) / count)
+        for pair in range(<index_t>self.pair_integrity.size()):
+            pair_sums[pair] = 0.0
+        for k in range(n_labels):
+            slot = self.example_slots[k]
+            seen = <float64_t>self.label_count[slot]
+            share = seen / count
+            for j in range(arity):
+                for goes in range(2):
+                    row[2 * j + goes] = (
+                        ((seen - 1) * self.label_prob[slot * arity + j] + <float64_t>goes) / seen)
+            pair = 0
+            for j in range(arity):
+                for l in range(j + 1, arity):
+                    for goes in range(2):
+                        for goes_l in range(2):
+                            pair_sums[4 * pair + 2 * goes + goes_l] += (
+                                share * fabs(row[2 * j + goes] - row[2 * l + goes_l]))
+                    pair += 1
+
+    cdef index_t choose_subset(self, index_t n_labels) noexcept nogil:
+        """OptimizeObjective (Algorithm 3): the subset with the lowest J, ties at random."""
+        cdef index_t arity = self.settings.arity
+        cdef const float64_t* tentative = self.tentative.data()
+        cdef const float64_t* pair_sums = self.pair_integrity.data()
+        cdef float64_t p_j, between, integrity, mass, objective, best = 0.0
+        cdef index_t subset, j, l, pair, goes, n_tied = 0
+        self.tabulate_terms(n_labels)
+        for subset in range(1, 1 << arity):
+            between = 0.0
+            integrity = 0.0
+            mass = 0.0
+            pair = 0
+            for j in range(arity):
+                goes = (subset >> j) & 1
+                p_j = tentative[2 * j + goes]
+                mass += p_j
+                for l in range(j + 1, arity):
+                    between += fabs(p_j - tentative[2 * l + ((subset >> l) & 1)])
+                    integrity += pair_sums[4 * pair + 2 * goes + ((subset >> l) & 1)]
+                    pair += 1
+            objective = (between - self.settings.lambda1 * integrity
+                         + self.settings.lambda2 * fabs(mass - 1.0))
+            self.objective[subset] = objective
+            if n_tied == 0 or objective < best - TIE_TOLERANCE:
+                best = objective
+                n_tied = 0
+            elif objective > best + TIE_TOLERANCE:
+                continue
+            self.tied[n_tied] = subset
+            n_tied += 1
+        if n_tied == 1:
+            return self.tied[0]
+        return self.tied[rng_below(&self.rng, n_tied)]
+
+    cdef void update_statistics(self, index_t m, float64_t pred, index_t n_labels) noexcept nogil:
+        """Move P_m and P_m^k (k in the example's labels) towards regressor m's output."""
+        cdef index_t arity = self.settings.arity
+        cdef float64_t count = <float64_t>self.total_count
+        cdef float64_t seen
+        cdef index_t k, slot
+        self.prob[m] = ((count - n_labels) * self.prob[m] + n_labels * pred) / count
+        for k in range(n_labels):
+            slot = self.example_slots[k]
+            seen = <float64_t>self.label_count[slot]
+            self.label_prob[slot * arity + m] = (
+                ((seen - 1) * self.label_prob[slot * arity + m] + pred) / seen)
+
+    cdef void round_weights(self) noexcept nogil:
+        """Replace the trained weights by the stored ones (float32, small ones dropped)."""
+        cdef index_t m, k, j
+        cdef float32_t stored
+        cdef bint keep
+        cdef float64_t* weights
+        for m in range(self.settings.arity):
+            weights = self.regressors[m].weights
+            for k in range(<index_t>self.node_features.size()):
+                j = self.node_features[k]
+                stored = <float32_t>weights[j]
+                keep = stored != 0.0 and fabs(stored) >= self.settings.weight_threshold
+                weights[j] = stored if keep else 0.0
+            weights[self.X.n_cols] = <float32_t>weights[self.X.n_cols]
+
+    cdef void route_example(self, index_t row, float64_t* scores, uint8_t* goes) noexcept nogil:
+        """CreateChildren (Algorithm 5) for one example: fill ``goes[m]`` in {0, 1}."""
+        cdef offset_t start = self.X.indptr[row]
+        cdef index_t nnz = <index_t>(self.X.indptr[row + 1] - start)
+        cdef index_t m
+        for m in range(self.settings.arity):
+            scores[m] = score(&self.regressors[m], self.X.indices + start,
+                              self.X.values + start, nnz)
+        route(scores, self.settings.arity, self.settings.threshold, goes)
+
+    cdef void finish_node(self) noexcept nogil:
+        """Reset every scratch entry the node touched, ready for the next node."""
+        cdef index_t m, k
+        for m in range(self.settings.arity):
+            reset_regressor(&self.regressors[m], self.node_features.data(),
+                            self.node_features.size())
+        for k in range(<index_t>self.node_features.size()):
+            self.feature_seen[self.node_features[k]] = 0
+        for k in range(<index_t>self.node_labels.size()):
+            self.label_slot[self.node_labels[k]] = -1
+
+
+cdef class TreeBuilder:
+    """Best-first growth of one LdSM tree (Algorithm 1); see ``_ldsm.pxd``.
+
+    Parameters
+    ----------
+    trainer : NodeTrainer
+        Data, hyper-parameters and generator of the tree.
+    max_nodes : int
+        A node is expanded only while ``n_nodes + arity <= max_nodes``.
+    progress : callable or None
+        Called with the number of nodes expanded so far after each expansion.
+    """
+
+    def __init__(self, NodeTrainer trainer, index_t max_nodes, progress=None):
+        if max_nodes < 1:
+            raise ValueError(f"max_nodes must be >= 1, got {max_nodes}")
+        self.trainer = trainer
+        self.arity = trainer.settings.arity
+        self.max_nodes = max_nodes
+        self.progress = progress
+        self.child_rows.resize(self.arity)
+        self.label_hist.assign(trainer.Y.n_cols, 0)
+        self.hist_total = 0
+        self.epoch_objective.assign(max(trainer.settings.epochs, 1), 0.0)
+        self.scores.assign(self.arity, 0.0)
+        self.goes.assign(self.arity, 0)
+
+    cdef int grow(self) except -1 nogil:
+        """Build the whole tree; the GIL is taken only to report progress."""
+        cdef index_t i, node, n_expanded = 0
+        cdef index_t n_rows = self.trainer.X.n_rows
+        self.new_node(-1, n_rows)
+        self.node_rows[0].resize(n_rows)
+        for i in range(n_rows):
+            self.node_rows[0][i] = i
+        rng_shuffle(&self.trainer.rng, self.node_rows[0].data(), n_rows)
+        self.consider(0)
+        while not self.queue.empty():
+            node = -self.queue.top().second
+            self.queue.pop()
+            if <index_t>self.first_child.size() + self.arity > self.max_nodes:
+                self.make_leaf(node)
+            elif self.expand(node):
+                n_expanded += 1
+                if self.progress is not None:
+                    with gil:
+                        self.progress(n_expanded)
+            else:
+                self.make_leaf(node)
+        return 0
+
+    cdef index_t new_node(self, index_t parent_id, index_t n_rows) except -1 nogil:
+        """Append a leaf-for-now node and return its id."""
+        cdef index_t node = self.first_child.size()
+        self.first_child.push_back(-1)
+        self.parent.push_back(parent_id)
+        self.depth.push_back(0 if parent_id < 0 else self.depth[parent_id] + 1)
+        self.n_samples.push_back(n_rows)
+        self.bias.resize((node + 1) * self.arity, 0.0)
+        self.weight_begin.resize((node + 1) * self.arity, 0)
+        self.weight_end.resize((node + 1) * self.arity, 0)
+        self.leaf_begin.push_back(0)
+        self.leaf_end.push_back(0)
+        self.trace_begin.push_back(0)
+        self.trace_end.push_back(0)
+        self.node_rows.resize(node + 1)
+        return node
+
+    cdef int consider(self, index_t node) except -1 nogil:
+        """Queue a new node for expansion, or finalise it as a leaf if it cannot split."""
+        cdef int64_t largest = 0, priority
+        cdef index_t k
+        self.count_labels(self.node_rows[node])
+        for k in range(<index_t>self.hist_labels.size()):
+            largest = max(largest, self.label_hist[self.hist_labels[k]])
+        priority = self.hist_total - largest
+        if self.node_rows[node].size() < 2 or priority == 0:
+            self.store_leaf(node)
+            self.clear_histogram()
+            vector[index_t]().swap(self.node_rows[node])
+        else:
+            self.clear_histogram()
+            self.queue.push(pair[int64_t, index_t](priority, -node))
+        return 0
+
+    cdef int expand(self, index_t node) except -1 nogil:
+        """Train the node and split it; return 0 (node untouched) if the split is useless."""
+        cdef index_t i, m, n_rows, n_used = 0
+        self.current_rows.swap(self.node_rows[node])
+        n_rows = self.current_rows.size()
+        self.trainer.start_node(self.current_rows.data(), n_rows)
+        self.trainer.train_node(self.current_rows.data(), n_rows, self.epoch_objective.data(),
+                                NULL)
+        self.trainer.round_weights()
+        for m in range(self.arity):
+            self.child_rows[m].clear()
+        for i in range(n_rows):
+            self.trainer.route_example(self.current_rows[i], self.scores.data(), self.goes.data())
+            for m in range(self.arity):
+                if self.goes[m]:
+                    self.child_rows[m].push_back(self.current_rows[i])
+        for m in range(self.arity):
+            n_used += not self.child_rows[m].empty()
+        if n_used < 2:
+            self.trainer.finish_node()
+            self.node_rows[node].swap(self.current_rows)
+            return 0
+        self.store_split(node)
+        self.trainer.finish_node()
+        self.current_rows.clear()
+        return 1
+
+    cdef int store_split(self, index_t node) except -1 nogil:
+        """Record the trained node's regressors and trace, and create its children."""
+        cdef index_t m, k, j, row, first
+        cdef const float64_t* weights
+        cdef bint has_empty_child = False
+        for m in range(self.arity):
+            row = node * self.arity + m
+            weights = self.trainer.regressors[m].weights
+            self.weight_begin[row] = self.weight_feature.size()
+            for k in range(<index_t>self.trainer.node_features.size()):
+                j = self.trainer.node_features[k]
+                if weights[j] != 0.0:
+                    self.weight_feature.push_back(j)
+                    self.weight_value.push_back(<float32_t>weights[j])
+            self.weight_end[row] = self.weight_feature.size()
+            self.bias[row] = <float32_t>weights[self.trainer.X.n_cols]
+        self.trace_begin[node] = self.trace_value.size()
+        for k in range(self.trainer.settings.epochs):
+            self.trace_value.push_back(<float32_t>self.epoch_objective[k])
+        self.trace_end[node] = self.trace_value.size()
+        first = self.first_child.size()
+        self.first_child[node] = first
+        for m in range(self.arity):
+            self.new_node(node, self.child_rows[m].size())
+            self.node_rows[first + m].swap(self.child_rows[m])
+            has_empty_child |= self.node_rows[first + m].empty()
+        if has_empty_child:
+            # An empty child predicts with its parent's normalised histogram.
+            self.count_labels(self.current_rows)
+            for m in range(self.arity):
+                if self.node_rows[first + m].empty():
+                    self.store_leaf(first + m)
+            self.clear_histogram()
+        for m in range(self.arity):
+            if not self.node_rows[first + m].empty():
+                self.consider(first + m)
+        return 0
+
+    cdef int count_labels(self, const vector[index_t]& rows) except -1 nogil:
+        """Accumulate the label histogram of ``rows`` into the (clear) scratch."""
+        cdef const CSRView* Y = &self.trainer.Y
+        cdef index_t i, label
+        cdef offset_t k
+        for i in range(<index_t>rows.size()):
+            for k in range(Y.indptr[rows[i]], Y.indptr[rows[i] + 1]):
+                label = Y.indices[k]
+                if self.label_hist[label] == 0:
+                    self.hist_labels.push_back(label)
+                self.label_hist[label] += 1
+                self.hist_total += 1
+        return 0
+
+    cdef int store_leaf(self, index_t node) except -1 nogil:
+        """Store the scratch histogram, normalised, as the leaf distribution of ``node``."""
+        cdef index_t k, label
+        sort(self.hist_labels.begin(), self.hist_labels.end())
+        self.leaf_begin[node] = self.leaf_label.size()
+        for k in range(<index_t>self.hist_labels.size()):
+            label = self.hist_labels[k]
+            self.leaf_label.push_back(label)
+            self.leaf_value.push_back(
+                <float32_t>(self.label_hist[label] / <float64_t>self.hist_total))
+        self.leaf_end[node] = self.leaf_label.size()
+        return 0
+
+    cdef void clear_histogram(self) noexcept nogil:
+        """Zero the histogram scratch through its list of touched labels."""
+        cdef index_t k
+        for k in range(<index_t>self.hist_labels.size()):
+            self.label_hist[self.hist_labels[k]] = 0
+        self.hist_labels.clear()
+        self.hist_total = 0
+
+    cdef int make_leaf(self, index_t node) except -1 nogil:
+        """Finalise a queued node as a leaf and release its example list."""
+        self.count_labels(self.node_rows[node])
+        self.store_leaf(node)
+        self.clear_histogram()
+        vector[index_t]().swap(self.node_rows[node])
+        return 0
+
+    def to_arrays(self):
+        """Return the grown tree as the flat arrays documented in :func:`build_tree`."""
+        cdef index_t n_nodes = self.first_child.size()
+        cdef index_t arity = self.arity
+        weight_indptr, weight_order = _spans_to_csr(self.weight_begin, self.weight_end)
+        leaf_indptr, leaf_order = _spans_to_csr(self.leaf_begin, self.leaf_end)
+        trace_indptr, trace_order = _spans_to_csr(self.trace_begin, self.trace_end)
+        return {
+            "first_child": np.asarray(self.first_child, dtype=np.int32),
+            "parent": np.asarray(self.parent, dtype=np.int32),
+            "depth": np.asarray(self.depth, dtype=np.int32),
+            "n_samples": np.asarray(self.n_samples, dtype=np.int64),
+            "weight_indptr": weight_indptr,
+            "weight_indices": np.asarray(self.weight_feature, dtype=np.int32)[weight_order],
+            "weight_values": np.asarray(self.weight_value, dtype=np.float32)[weight_order],
+            "bias": np.asarray(self.bias, dtype=np.float32).reshape(n_nodes, arity),
+            "leaf_indptr": leaf_indptr,
+            "leaf_labels": np.asarray(self.leaf_label, dtype=np.int32)[leaf_order],
+            "leaf_values": np.asarray(self.leaf_value, dtype=np.float32)[leaf_order],
+            "trace_indptr": trace_indptr,
+            "trace_values": np.asarray(self.trace_value, dtype=np.float32)[trace_order],
+        }
+
+
+def _spans_to_csr(begin, end):
+    """Turn per-row spans of a buffer into (indptr, gather order) for a CSR layout.
+
+    Rows were written to their buffers in processing order, not in node-id
+    order; the gather order lists buffer positions row after row.
+    """
+    begin = np.asarray(begin, dtype=np.int64)
+    lengths = np.asarray(end, dtype=np.int64) - begin
+    indptr = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    order = np.repeat(begin - indptr[:-1], lengths) + np.arange(indptr[-1], dtype=np.int64)
+    return indptr, order
+
+
+def _check_settings(arity, epochs, lambda1, lambda2, optimizer, learning_rate, routing,
+                    weight_threshold, seed):
+    """Raise ValueError naming the first invalid hyper-parameter."""
+    if not 2 <= arity <= MAX_ARITY:
+        raise ValueError(f"arity must be in [2, {MAX_ARITY}], got {arity}")
+    if epochs < 0:
+        raise ValueError(f"epochs must be >= 0, got {epochs}")
+    for name, value in (("lambda1", lambda1), ("lambda2", lambda2),
+                        ("weight_threshold", weight_threshold)):
+        if not (np.isfinite(value) and value >= 0):
+            raise ValueError(f"{name} must be finite and >= 0, got {value}")
+    if not (np.isfinite(learning_rate) and learning_rate > 0):
+        raise ValueError(f"learning_rate must be finite and > 0, got {learning_rate}")
+    if optimizer not in _OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {sorted(_OPTIMIZERS)}, got {optimizer!r}")
+    if routing not in _ROUTING_THRESHOLDS:
+        raise ValueError(f"routing must be one of {sorted(_ROUTING_THRESHOLDS)}, got {routing!r}")
+    if not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be an integer in [0, 2**64), got {seed!r}")
+
+
+def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, learning_rate,
+               routing, weight_threshold, seed, progress=None):
+    """Grow one LdSM tree and return it as flat arrays.
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix of shape (n_samples, n_features)
+        float32 values, int32 sorted indices, int64 indptr.
+    Y : scipy.sparse.csr_matrix of shape (n_samples, n_labels)
+        Binary labels, same layout and rows as ``X``.
+    arity : int
+        Children per internal node, M (2 to ``MAX_ARITY``).
+    max_nodes : int
+        Node budget: a node is expanded only while ``n_nodes + arity <= max_nodes``.
+    epochs : int
+        Passes over a node's examples when training it.
+    lambda1, lambda2 : float
+        Weights of the class-integrity term and of the multi-way penalty in J.
+    optimizer : {"sgd", "nag"}
+        Regressor update rule (NAG = normalized adaptive gradient).
+    learning_rate : float
+        Step size of the regressor updates.
+    routing : {"margin", "sigmoid"}
+        ``"margin"``: an example goes to child m when ``z_m >= 0.5`` and the
+        statistics use ``clamp(z, 0, 1)``; ``"sigmoid"``: when ``z_m >= 0``,
+        statistics use ``sigmoid(z)``.
+    weight_threshold : float
+        Stored weights satisfy ``|w| >= weight_threshold`` (biases are always kept).
+    seed : int
+        Seed of the tree's generator, in ``[0, 2**64)``.
+    progress : callable, optional
+        Called (with the GIL) with the number of nodes expanded so far.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``first_child``, ``parent``, ``depth`` (int32, n_nodes), ``n_samples``
+        (int64), ``weight_indptr`` (int64, n_nodes * arity + 1),
+        ``weight_indices`` (int32), ``weight_values`` (float32), ``bias``
+        (float32, (n_nodes, arity)), ``leaf_indptr`` (int64, n_nodes + 1),
+        ``leaf_labels`` (int32), ``leaf_values`` (float32), ``trace_indptr``
+        (int64, n_nodes + 1) and ``trace_values`` (float32): root 0, child ids
+        larger than their parent's.
+    """
+    trainer = NodeTrainer(X, Y, arity=arity, epochs=epochs, lambda1=lambda1, lambda2=lambda2,
+                          optimizer=optimizer, learning_rate=learning_rate, routing=routing,
+                          weight_threshold=weight_threshold, seed=seed)
+    cdef TreeBuilder builder = TreeBuilder(trainer, max_nodes, progress)
+    with nogil:
+        builder.grow()
+    return builder.to_arrays()
+
+
+def _py_train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, learning_rate,
+                   routing, seed):
+    """Train one node on ``rows`` and return its internals (for the tests).
+
+    Returns
+    -------
+    dict
+        ``directions`` (int32, (epochs, len(rows))): chosen subset bitmask per
+        (epoch, example), 0 for examples without labels; ``trace`` (epochs,);
+        ``total_count`` (C_v); ``labels``: sorted labels of the node, with
+        ``label_count`` (l_v) and ``label_prob`` (P_m^k, (n_labels, arity));
+        ``prob`` (P_m); ``weights`` (float64, (arity, n_features)) and
+        ``bias`` (arity,) before rounding and sparsification.
+    """
+    cdef NodeTrainer trainer = NodeTrainer(
+        X, Y, arity=arity, epochs=epochs, lambda1=lambda1, lambda2=lambda2, optimizer=optimizer,
+        learning_rate=learning_rate, routing=routing, weight_threshold=0.0, seed=seed)
+    rows = np.ascontiguousarray(rows, dtype=np.int32)
+    if rows.ndim != 1 or (rows.size and (rows.min() < 0 or rows.max() >= X.shape[0])):
+        raise ValueError(f"rows must be a 1-D array of row ids in [0, {X.shape[0]})")
+    directions = np.zeros((epochs, rows.size), dtype=np.int32)
+    trace = np.zeros(max(epochs, 1), dtype=np.float64)
+    cdef const index_t* row_ptr = <const index_t*>cnp.PyArray_DATA(rows)
+    trainer.start_node(row_ptr, rows.size)
+    trainer.train_node(row_ptr, rows.size, <float64_t*>cnp.PyArray_DATA(trace),
+                       <index_t*>cnp.PyArray_DATA(directions))
+    n_features = X.shape[1]
+    dense = np.asarray(<float64_t[:arity * trainer.stride]>trainer.weights.data()).copy()
+    dense = dense.reshape(arity, trainer.stride)
+    node_labels = np.asarray(trainer.node_labels, dtype=np.int32)
+    order = np.argsort(node_labels)
+    result = {
+        "directions": directions,
+        "trace": trace[:epochs],
+        "total_count": trainer.total_count,
+        "labels": node_labels[order],
+        "label_count": np.asarray(trainer.label_count, dtype=np.int64)[order],
+        "label_prob": np.asarray(trainer.label_prob, dtype=np.float64).reshape(-1, arity)[order],
+        "prob": np.asarray(trainer.prob, dtype=np.float64),
+        "weights": dense[:, :n_features],
+        "bias": dense[:, n_features],
+    }
+    trainer.finish_node()
+    return result
