@@ -1,0 +1,249 @@
+"""Slow, plain-Python LOMtree (Choromanska & Langford 2015, Algorithm 1).
+
+Written for readability, not speed: dictionaries per node, one example at a
+time. It follows the same conventions as the compiled kernels in
+``xmltree/_lomtree.pyx`` so that both produce bit-identical trees:
+
+* node regressors are trained with the shared online updates of
+  ``xmltree/_optim.pyx`` (logistic loss, target 0 = left / 1 = right),
+  re-implemented here operation by operation in float64;
+* a swap looks for the orphan leaf by walking down from the root to the child
+  whose C equals its parent's, preferring the left child, and is skipped when
+  that leaf hangs directly under the root (it has no grandparent to re-attach
+  its sibling to);
+* the internal node taken over by a swap gets a zeroed regressor.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def _sigmoid(z):
+    if z >= 0.0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+class ReferenceRegressor:
+    """One linear regressor with SGD and NAG state (bias stored last)."""
+
+    def __init__(self, n_features):
+        self.bias = n_features
+        self.weights = [0.0] * (n_features + 1)
+        self.scale = [0.0] * (n_features + 1)
+        self.sum_sq_grad = [0.0] * (n_features + 1)
+        self.norm = 0.0
+        self.n_updates = 0
+
+    def score(self, x):
+        z = self.weights[self.bias]
+        for j, value in x:
+            if value != 0.0:
+                z += value * self.weights[j]
+        return z
+
+    def sgd_step(self, x, target, learning_rate):
+        step = learning_rate * (_sigmoid(self.score(x)) - target)
+        self.weights[self.bias] -= step
+        z_after = self.weights[self.bias]
+        for j, value in x:
+            if value != 0.0:
+                self.weights[j] -= step * value
+                z_after += value * self.weights[j]
+        self.n_updates += 1
+        return z_after
+
+    def _observe(self, j, value):
+        magnitude = abs(value)
+        if magnitude > self.scale[j]:
+            if self.scale[j] > 0.0:
+                self.weights[j] *= self.scale[j] / magnitude
+            self.scale[j] = magnitude
+        ratio = value / self.scale[j]
+        return ratio * ratio
+
+    def _update(self, j, value, g, rate):
+        gradient = g * value
+        self.sum_sq_grad[j] += gradient * gradient
+        if self.sum_sq_grad[j] > 0.0:
+            self.weights[j] -= rate * gradient / (self.scale[j] * math.sqrt(self.sum_sq_grad[j]))
+        return value * self.weights[j]
+
+    def nag_step(self, x, target, learning_rate):
+        self.norm += self._observe(self.bias, 1.0)
+        z = self.weights[self.bias]
+        for j, value in x:
+            if value != 0.0:
+                self.norm += self._observe(j, value)
+                z += value * self.weights[j]
+        self.n_updates += 1
+        g = _sigmoid(z) - target
+        rate = learning_rate * math.sqrt(self.n_updates / self.norm)
+        z_after = self._update(self.bias, 1.0, g, rate)
+        for j, value in x:
+            if value != 0.0:
+                z_after += self._update(j, value, g, rate)
+        return z_after
+
+
+class ReferenceNode:
+    """SetNode of Algorithm 1: empty per-class tables, E_v = 0, C_v = 0."""
+
+    def __init__(self, parent):
+        self.parent = parent
+        self.left = -1
+        self.right = -1
+        self.regressor = -1  # slot of the node's regressor; -1 for a leaf
+        self.n_recycled = 0
+        self.reset()
+
+    def reset(self):
+        self.reached = {}    # l_v(y)
+        self.trained = {}    # n_v(y)
+        self.score_sum = {}  # m_v(y)
+        self.total_score = 0.0
+        self.total_trained = 0
+        self.min_count = 0   # C_v
+
+    def is_leaf(self):
+        return self.left < 0
+
+
+class ReferenceLOMTree:
+    """Algorithm 1 over a stream of ``(x, y)`` with ``x`` a list of ``(j, value)``."""
+
+    def __init__(self, n_features, max_internal_nodes, swap_resistance,
+                 optimizer="nag", learning_rate=0.5):
+        self.n_features = n_features
+        self.max_internal_nodes = max_internal_nodes
+        self.swap_resistance = swap_resistance
+        self.optimizer = optimizer
+        self.learning_rate = learning_rate
+        self.nodes = [ReferenceNode(-1)]
+        self.regressors = []
+        self.n_swaps = 0
+
+    # -- C_v bookkeeping -------------------------------------------------------------
+
+    def _update_min_count(self, v):
+        while v != 0:
+            parent = self.nodes[v].parent
+            if self.nodes[parent].min_count == self.nodes[v].min_count:
+                break
+            p = self.nodes[parent]
+            p.min_count = min(self.nodes[p.left].min_count, self.nodes[p.right].min_count)
+            v = parent
+
+    def _smallest_leaf(self):
+        v = 0
+        while not self.nodes[v].is_leaf():
+            node = self.nodes[v]
+            if self.nodes[node.left].min_count == node.min_count:
+                v = node.left
+            else:
+                v = node.right
+        return v
+
+    # -- growing ---------------------------------------------------------------------
+
+    def _split(self, j):
+        """Give leaf j two children (new nodes, or recycled ones); False if impossible."""
+        node = self.nodes[j]
+        if len(self.regressors) < self.max_internal_nodes:
+            left, right = len(self.nodes), len(self.nodes) + 1
+            self.nodes.append(ReferenceNode(j))
+            self.nodes.append(ReferenceNode(j))
+            node.regressor = len(self.regressors)
+            self.regressors.append(ReferenceRegressor(self.n_features))
+        else:
+            s = self._smallest_leaf()
+            s_parent = self.nodes[s].parent
+            if s_parent == 0:
+                return False
+            s_grandparent = self.nodes[s_parent].parent
+            sp = self.nodes[s_parent]
+            sibling = sp.right if sp.left == s else sp.left
+            gp = self.nodes[s_grandparent]
+            if gp.left == s_parent:
+                gp.left = sibling
+            else:
+                gp.right = sibling
+            self.nodes[sibling].parent = s_grandparent
+            self._update_min_count(sibling)
+            node.regressor = sp.regressor
+            self.regressors[sp.regressor] = ReferenceRegressor(self.n_features)
+            for recycled in (s, s_parent):
+                r = self.nodes[recycled]
+                r.reset()
+                r.left = r.right = r.regressor = -1
+                r.parent = j
+                r.n_recycled += 1
+            left, right = s, s_parent
+            self.n_swaps += 1
+        node.left, node.right = left, right
+        self.nodes[left].min_count = node.min_count // 2
+        self.nodes[right].min_count = node.min_count - node.min_count // 2
+        self._update_min_count(left)
+        return True
+
+    def _may_split(self, j):
+        node = self.nodes[j]
+        if sum(1 for count in node.reached.values() if count > 0) < 2:
+            return False
+        if len(self.regressors) < self.max_internal_nodes:
+            return True
+        root_count = self.nodes[0].min_count
+        return (node.min_count - max(node.reached.values())
+                > self.swap_resistance * (root_count + 1))
+
+    # -- training --------------------------------------------------------------------
+
+    def _train_node(self, j, x, y):
+        node = self.nodes[j]
+        node.trained.setdefault(y, 0)
+        node.score_sum.setdefault(y, 0.0)
+        expected = node.total_score / node.total_trained if node.total_trained else 0.0
+        expected_y = node.score_sum[y] / node.trained[y] if node.trained[y] else 0.0
+        target = 0.0 if expected > expected_y else 1.0
+        regressor = self.regressors[node.regressor]
+        if self.optimizer == "nag":
+            z = regressor.nag_step(x, target, self.learning_rate)
+        else:
+            z = regressor.sgd_step(x, target, self.learning_rate)
+        node.trained[y] += 1
+        node.score_sum[y] += z
+        node.total_trained += 1
+        node.total_score += z
+        return node.left if z < 0.0 else node.right
+
+    def learn_one(self, x, y):
+        j = 0
+        while True:
+            node = self.nodes[j]
+            node.reached[y] = node.reached.get(y, 0) + 1
+            if node.is_leaf():
+                if not (self._may_split(j) and self._split(j)):
+                    node.min_count += 1
+                    self._update_min_count(j)
+                    return
+            j = self._train_node(j, x, y)
+
+    def leaf_of(self, x):
+        j = 0
+        while not self.nodes[j].is_leaf():
+            node = self.nodes[j]
+            j = node.left if self.regressors[node.regressor].score(x) < 0.0 else node.right
+        return j
+
+
+def rows_of(X):
+    """Yield each row of a CSR matrix as a list of ``(feature, float value)`` pairs."""
+    X = X.tocsr()
+    for i in range(X.shape[0]):
+        start, end = X.indptr[i], X.indptr[i + 1]
+        yield [(int(j), float(v)) for j, v in zip(X.indices[start:end],
+                                                  X.data[start:end].astype(np.float32))]

@@ -1,0 +1,608 @@
+# distutils: language = c++
+"""Kernels of the online LOMtree (Choromanska & Langford 2015, Algorithm 1).
+
+Each internal node v holds a linear regressor h_v trained online with the
+shared SGD / NAG updates of :mod:`xmltree._optim`. An example of class y that
+reaches v gets the binary target "left" when the running mean score of v,
+E_v, exceeds that of its own class, e_v(y), and "right" otherwise; after the
+update, it follows the sign of h_v(x) (left when negative). Because the
+regressors minimise a logistic loss, "left" is target 0 and "right" target 1.
+
+A leaf splits when it has seen at least two classes and either the budget T
+of internal nodes is not exhausted, or Inequality 2 holds:
+``C_j - max_y l_j(y) > RS * (C_root + 1)``. In the latter case the smallest
+leaf s of the whole tree and its parent are detached (the sibling of s takes
+their place) and become the children of j: they are *recycled*; j inherits
+the regressor slot of s's parent, zeroed. When s hangs directly under the
+root there is no grandparent to re-attach its sibling to, so the split is
+skipped. Lemma 3 bounds the number of times a node is recycled by log2 of the
+stream length when RS >= 4.
+
+The slow pure-Python twin of these kernels is ``tests/lomtree_reference.py``;
+both must produce identical trees.
+"""
+
+import numpy as np
+
+from cython.parallel cimport parallel, prange
+from libc.stdint cimport int32_t, int64_t
+from libc.string cimport memset
+from libcpp.vector cimport vector
+
+from ._optim cimport OPTIMIZER_NAG, OPTIMIZER_SGD, Regressor, regressor_step, score
+from ._types cimport float32_t, float64_t, index_t, offset_t
+
+#: Names of the optimisers accepted by :class:`LOMTreeBuilder`.
+OPTIMIZERS = ("sgd", "nag")
+
+#: Per-node arrays returned by :meth:`LOMTreeBuilder.get_state` (name, dtype).
+NODE_FIELDS = (("parent", np.int32), ("left", np.int32), ("right", np.int32),
+               ("regressor", np.int32), ("min_count", np.int64), ("score_sum", np.float64),
+               ("n_trained", np.int64), ("n_recycled", np.int32))
+
+#: Per-(node, class) arrays returned by :meth:`LOMTreeBuilder.get_state`.
+STATS_FIELDS = (("stats_label", np.int32), ("stats_reached", np.int64),
+                ("stats_trained", np.int64), ("stats_score_sum", np.float64))
+
+#: Per-regressor arrays returned by :meth:`LOMTreeBuilder.get_state`.
+REGRESSOR_FIELDS = (("weights", np.float64), ("scale", np.float64),
+                    ("sum_sq_grad", np.float64), ("regressor_norm", np.float64),
+                    ("regressor_n_updates", np.int64))
+
+
+cdef inline const index_t* _row_indices(const offset_t[::1] indptr, const index_t* indices,
+                                        Py_ssize_t row) noexcept nogil:
+    """Return a pointer to the first column index of CSR row `row`."""
+    return indices + indptr[row] if indices != NULL else NULL
+
+
+cdef inline const float32_t* _row_values(const offset_t[::1] indptr, const float32_t* values,
+                                         Py_ssize_t row) noexcept nogil:
+    """Return a pointer to the first stored value of CSR row `row`."""
+    return values + indptr[row] if values != NULL else NULL
+
+
+cdef class LOMTreeBuilder:
+    """Mutable LOMtree: node arrays, per-class statistics and node regressors.
+
+    The builder keeps all state between calls to :meth:`learn`, which is how
+    the estimator streams over batches. Every ``def`` method checks the index
+    ranges of its arguments before any kernel runs.
+
+    Parameters
+    ----------
+    n_features : int
+        Dimension of the examples.
+    n_classes : int
+        Number of classes; labels are ``0 .. n_classes - 1``.
+    max_internal_nodes : int
+        The budget T of internal nodes (and regressors), at least 1.
+    swap_resistance : float
+        RS of Inequality 2.
+    optimizer : {"sgd", "nag"}
+        Online update of the node regressors.
+    learning_rate : float
+        Step size of the node regressors.
+    """
+
+    def __cinit__(self, index_t n_features, index_t n_classes, index_t max_internal_nodes,
+                  double swap_resistance, str optimizer, double learning_rate):
+        # Node ids (up to 2 T + 1) must fit in index_t.
+        if n_features < 0 or n_classes < 1 or not 1 <= max_internal_nodes < 2**30:
+            raise ValueError("need n_features >= 0, n_classes >= 1 and "
+                             "1 <= max_internal_nodes < 2**30")
+        if optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
+        self.n_features = n_features
+        self.n_classes = n_classes
+        self.max_internal_nodes = max_internal_nodes
+        self.swap_resistance = swap_resistance
+        self.learning_rate = learning_rate
+        self.optimizer = OPTIMIZER_NAG if optimizer == "nag" else OPTIMIZER_SGD
+        # np.zeros maps untouched pages lazily, so an unused slot costs no memory.
+        self.weights = np.zeros((max_internal_nodes, n_features + 1))
+        self.scale = np.zeros((max_internal_nodes, n_features + 1))
+        self.sum_sq_grad = np.zeros((max_internal_nodes, n_features + 1))
+        self.regressors.resize(max_internal_nodes)
+        cdef index_t slot
+        for slot in range(max_internal_nodes):
+            self.regressors[slot].weights = &self.weights[slot, 0]
+            self.regressors[slot].scale = &self.scale[slot, 0]
+            self.regressors[slot].sum_sq_grad = &self.sum_sq_grad[slot, 0]
+            self.regressors[slot].bias_index = n_features
+            self.regressors[slot].norm = 0.0
+            self.regressors[slot].n_updates = 0
+        # Reserving the final sizes keeps Node* and ClassStats* pointers valid while growing.
+        self.nodes.reserve(2 * <size_t>max_internal_nodes + 1)
+        self.stats.reserve(2 * <size_t>max_internal_nodes + 1)
+        self._append_leaf(-1)
+
+    @property
+    def optimizer_name(self):
+        """The optimiser of the node regressors, ``"sgd"`` or ``"nag"``."""
+        return "nag" if self.optimizer == OPTIMIZER_NAG else "sgd"
+
+    @property
+    def n_nodes(self):
+        """Number of nodes of the tree (internal and leaves)."""
+        return self.nodes.size()
+
+    # ------------------------------------------------------------------ tree bookkeeping
+
+    cdef void _reset_node(self, index_t node, index_t parent) noexcept nogil:
+        """SetNode of Algorithm 1: make `node` an empty leaf below `parent`."""
+        cdef Node* v = &self.nodes[node]
+        v.parent = parent
+        v.left = -1
+        v.right = -1
+        v.regressor = -1
+        v.min_count = 0
+        v.max_reached = 0
+        v.score_sum = 0.0
+        v.n_trained = 0
+        self.stats[node].clear()
+
+    cdef void _append_leaf(self, index_t parent) noexcept nogil:
+        """Append a fresh leaf below `parent` (capacity is reserved: no reallocation)."""
+        cdef Node fresh
+        fresh.n_recycled = 0
+        self.nodes.push_back(fresh)
+        self.stats.push_back(vector[ClassStats]())
+        self._reset_node(<index_t>self.nodes.size() - 1, parent)
+
+    cdef void _reset_regressor(self, index_t slot) noexcept nogil:
+        """Zero the weights and optimiser state of a regressor slot."""
+        cdef size_t row_bytes = (self.n_features + 1) * sizeof(float64_t)
+        memset(self.regressors[slot].weights, 0, row_bytes)
+        memset(self.regressors[slot].scale, 0, row_bytes)
+        memset(self.regressors[slot].sum_sq_grad, 0, row_bytes)
+        self.regressors[slot].norm = 0.0
+        self.regressors[slot].n_updates = 0
+
+    cdef ClassStats* _observe_class(self, index_t node, index_t label) noexcept nogil:
+        """Count one more example of `label` at `node` (l_v(y)++); return its statistics."""
+        cdef vector[ClassStats]* table = &self.stats[node]
+        cdef size_t low = 0
+        cdef size_t high = table.size()
+        cdef size_t middle
+        cdef ClassStats fresh
+        while low < high:  # binary search of the first entry with label >= `label`
+            middle = (low + high) // 2
+            if table[0][middle].label < label:
+                low = middle + 1
+            else:
+                high = middle
+        if low == table.size() or table[0][low].label != label:
+            fresh.label = label
+            fresh.n_reached = 0
+            fresh.n_trained = 0
+            fresh.score_sum = 0.0
+            table.insert(table.begin() + low, fresh)
+        cdef ClassStats* entry = &table[0][low]
+        entry.n_reached += 1
+        if entry.n_reached > self.nodes[node].max_reached:
+            self.nodes[node].max_reached = entry.n_reached
+        return entry
+
+    cdef void _update_min_count(self, index_t node) noexcept nogil:
+        """UpdateC: propagate a change of C at `node` towards the root."""
+        cdef index_t parent
+        cdef Node* p
+        while node != 0:
+            parent = self.nodes[node].parent
+            p = &self.nodes[parent]
+            if p.min_count == self.nodes[node].min_count:
+                return
+            p.min_count = min(self.nodes[p.left].min_count, self.nodes[p.right].min_count)
+            node = parent
+
+    cdef index_t _smallest_leaf(self) noexcept nogil:
+        """Return a leaf s with C_s = C_root, following equal C downwards (left first)."""
+        cdef index_t node = 0
+        cdef Node* v
+        while self.nodes[node].left >= 0:
+            v = &self.nodes[node]
+            node = v.left if self.nodes[v.left].min_count == v.min_count else v.right
+        return node
+
+    cdef bint _may_split(self, index_t leaf) noexcept nogil:
+        """Whether `leaf` has seen two classes and the budget or Inequality 2 allows a split."""
+        cdef Node* v = &self.nodes[leaf]
+        if self.stats[leaf].size() < 2:
+            return False
+        if self.n_internal < self.max_internal_nodes:
+            return True
+        return (v.min_count - v.max_reached
+                > self.swap_resistance * (self.nodes[0].min_count + 1))
+
+    cdef bint _recycle_into(self, index_t leaf) noexcept nogil:
+        """Swap: detach the smallest leaf and its parent and make them children of `leaf`.
+
+        Returns False (and changes nothing) when the smallest leaf is a child
+        of the root, which has no grandparent to take its sibling.
+        """
+        cdef index_t orphan = self._smallest_leaf()
+        cdef index_t orphan_parent = self.nodes[orphan].parent
+        if orphan_parent <= 0:
+            return False
+        cdef Node* op = &self.nodes[orphan_parent]
+        cdef index_t grandparent = op.parent
+        cdef index_t sibling = op.right if op.left == orphan else op.left
+        if self.nodes[grandparent].left == orphan_parent:
+            self.nodes[grandparent].left = sibling
+        else:
+            self.nodes[grandparent].right = sibling
+        self.nodes[sibling].parent = grandparent
+        self._update_min_count(sibling)
+        cdef index_t slot = op.regressor
+        self._reset_regressor(slot)
+        self._reset_node(orphan, leaf)
+        self._reset_node(orphan_parent, leaf)
+        self.nodes[orphan].n_recycled += 1
+        self.nodes[orphan_parent].n_recycled += 1
+        self.nodes[leaf].regressor = slot
+        self.nodes[leaf].left = orphan
+        self.nodes[leaf].right = orphan_parent
+        self.n_swaps += 1
+        return True
+
+    cdef bint _split(self, index_t leaf) noexcept nogil:
+        """Give `leaf` two children, new or recycled, and share its C between them."""
+        cdef index_t first
+        if self.n_internal < self.max_internal_nodes:
+            first = <index_t>self.nodes.size()
+            self._append_leaf(leaf)
+            self._append_leaf(leaf)
+            self.nodes[leaf].left = first
+            self.nodes[leaf].right = first + 1
+            self.nodes[leaf].regressor = self.n_internal
+            self.n_internal += 1
+        elif not self._recycle_into(leaf):
+            return False
+        cdef Node* v = &self.nodes[leaf]
+        self.nodes[v.left].min_count = v.min_count // 2
+        self.nodes[v.right].min_count = v.min_count - v.min_count // 2
+        self._update_min_count(v.left)
+        return True
+
+    # ------------------------------------------------------------------ training
+
+    cdef index_t _train_node(self, index_t node, ClassStats* stats, const index_t* indices,
+                             const float32_t* values, index_t nnz) noexcept nogil:
+        """Train h_v on (x, c) with c from E_v vs e_v(y); return the child x goes to."""
+        cdef Node* v = &self.nodes[node]
+        cdef float64_t mean_score = v.score_sum / v.n_trained if v.n_trained > 0 else 0.0
+        cdef float64_t class_mean = (stats.score_sum / stats.n_trained
+                                     if stats.n_trained > 0 else 0.0)
+        cdef float64_t target = 0.0 if mean_score > class_mean else 1.0
+        cdef float64_t z = regressor_step(self.optimizer, &self.regressors[v.regressor],
+                                          indices, values, nnz, target, self.learning_rate)
+        stats.n_trained += 1
+        stats.score_sum += z
+        v.n_trained += 1
+        v.score_sum += z
+        return v.left if z < 0.0 else v.right
+
+    cdef void _learn_one(self, const index_t* indices, const float32_t* values, index_t nnz,
+                         index_t label) noexcept nogil:
+        """Algorithm 1 for one example: update, split or swap, train and descend."""
+        cdef index_t node = 0
+        cdef ClassStats* stats
+        while True:
+            stats = self._observe_class(node, label)
+            if self.nodes[node].left < 0:
+                if not (self._may_split(node) and self._split(node)):
+                    self.nodes[node].min_count += 1
+                    self._update_min_count(node)
+                    break
+            node = self._train_node(node, stats, indices, values, nnz)
+        self.n_examples_seen += 1
+
+    def learn(self, indptr, indices, data, labels, order):
+        """Train on the rows ``order[0], order[1], ...`` of a CSR matrix, in that order.
+
+        Parameters
+        ----------
+        indptr, indices, data : numpy.ndarray
+            CSR arrays (int64, int32, float32) of a validated matrix with
+            ``n_features`` columns.
+        labels : numpy.ndarray of int32
+            Class id of every row, in ``[0, n_classes)``.
+        order : numpy.ndarray of int64
+            Row ids to visit; rows may repeat.
+        """
+        cdef const offset_t[::1] ptr = _checked_indptr(indptr, indices, data, self.n_features)
+        labels = np.ascontiguousarray(labels, dtype=np.int32)
+        order = np.ascontiguousarray(order, dtype=np.int64)
+        n_rows = ptr.shape[0] - 1
+        if labels.shape != (n_rows,):
+            raise ValueError("labels must have one entry per row")
+        if n_rows and (labels.min() < 0 or labels.max() >= self.n_classes):
+            raise ValueError(f"labels must lie in [0, {self.n_classes})")
+        if order.ndim != 1 or (order.size and (order.min() < 0 or order.max() >= n_rows)):
+            raise ValueError(f"order must hold row ids in [0, {n_rows})")
+        cdef const index_t[::1] y = labels
+        cdef const int64_t[::1] rows = order
+        cdef const index_t* all_indices = _data_pointer_i(indices)
+        cdef const float32_t* all_values = _data_pointer_f(data)
+        cdef Py_ssize_t i
+        cdef int64_t row
+        self.ranking = None
+        with nogil:
+            for i in range(rows.shape[0]):
+                row = rows[i]
+                self._learn_one(_row_indices(ptr, all_indices, row),
+                                _row_values(ptr, all_values, row),
+                                <index_t>(ptr[row + 1] - ptr[row]), y[row])
+
+    # ------------------------------------------------------------------ prediction
+
+    cdef index_t _descend(self, const index_t* indices, const float32_t* values,
+                          index_t nnz) noexcept nogil:
+        """Return the leaf reached by x (left when a node's score is negative)."""
+        cdef index_t node = 0
+        cdef Node* v
+        while self.nodes[node].left >= 0:
+            v = &self.nodes[node]
+            node = v.left if score(&self.regressors[v.regressor], indices, values,
+                                   nnz) < 0.0 else v.right
+        return node
+
+    def leaves(self, indptr, indices, data):
+        """Return the leaf id (int32) reached by every row of a CSR matrix."""
+        cdef const offset_t[::1] ptr = _checked_indptr(indptr, indices, data, self.n_features)
+        cdef const index_t* all_indices = _data_pointer_i(indices)
+        cdef const float32_t* all_values = _data_pointer_f(data)
+        out = np.empty(ptr.shape[0] - 1, dtype=np.int32)
+        cdef index_t[::1] leaf = out
+        cdef Py_ssize_t row
+        with nogil:
+            for row in range(leaf.shape[0]):
+                leaf[row] = self._descend(_row_indices(ptr, all_indices, row),
+                                          _row_values(ptr, all_values, row),
+                                          <index_t>(ptr[row + 1] - ptr[row]))
+        return out
+
+    def predict_topk(self, indptr, indices, data, int k, int n_threads=1):
+        """Top-k classes of every row from the class histogram of its leaf.
+
+        Classes are ranked by how many training examples of each reached the
+        leaf (ties: smaller id first); their score is that count over the
+        leaf's total. When the leaf knows fewer than k classes, the list is
+        completed from the histograms of its ancestors, nearest first, with
+        score 0; slots left when even the root knows fewer than k classes
+        hold label -1.
+
+        Returns
+        -------
+        labels : numpy.ndarray of int32, shape (n_rows, k)
+        scores : numpy.ndarray of float32, shape (n_rows, k)
+        """
+        if k < 1:
+            raise ValueError("k must be at least 1")
+        cdef const offset_t[::1] ptr = _checked_indptr(indptr, indices, data, self.n_features)
+        if self.ranking is None:
+            self.ranking = self._ranked_histograms()
+        rank_ptr_array, rank_label_array, rank_score_array = self.ranking
+        cdef const int64_t[::1] rank_ptr = rank_ptr_array
+        cdef const index_t[::1] rank_label = rank_label_array
+        cdef const float32_t[::1] rank_score = rank_score_array
+        cdef const index_t* all_indices = _data_pointer_i(indices)
+        cdef const float32_t* all_values = _data_pointer_f(data)
+        n_rows = ptr.shape[0] - 1
+        labels_out = np.full((n_rows, k), -1, dtype=np.int32)
+        scores_out = np.zeros((n_rows, k), dtype=np.float32)
+        cdef index_t[:, ::1] top_labels = labels_out
+        cdef float32_t[:, ::1] top_scores = scores_out
+        cdef Py_ssize_t row
+        cdef index_t leaf
+        if n_rows == 0:
+            return labels_out, scores_out
+        with nogil, parallel(num_threads=max(1, n_threads)):
+            for row in prange(n_rows, schedule="static"):
+                leaf = self._descend(_row_indices(ptr, all_indices, row),
+                                     _row_values(ptr, all_values, row),
+                                     <index_t>(ptr[row + 1] - ptr[row]))
+                self._fill_ranking(leaf, &rank_ptr[0], &rank_label[0], &rank_score[0], k,
+                                   &top_labels[row, 0], &top_scores[row, 0])
+        return labels_out, scores_out
+
+    cdef void _fill_ranking(self, index_t leaf, const int64_t* rank_ptr,
+                            const index_t* rank_label, const float32_t* rank_score, int k,
+                            index_t* out_labels, float32_t* out_scores) noexcept nogil:
+        """Write the k best classes of `leaf`, completed from its ancestors, skipping repeats."""
+        cdef int filled = 0
+        cdef int previous
+        cdef index_t node = leaf
+        cdef int64_t entry
+        cdef bint seen
+        while node >= 0 and filled < k:
+            entry = rank_ptr[node]
+            while entry < rank_ptr[node + 1] and filled < k:
+                seen = False
+                for previous in range(filled):
+                    if out_labels[previous] == rank_label[entry]:
+                        seen = True
+                        break
+                if not seen:
+                    out_labels[filled] = rank_label[entry]
+                    out_scores[filled] = rank_score[entry] if node == leaf else 0.0
+                    filled += 1
+                entry += 1
+            node = self.nodes[node].parent
+
+    def _ranked_histograms(self):
+        """Per node, its classes by decreasing count (CSR) with their share of the node."""
+        state = self.stats_arrays()
+        ptr, labels, reached = state["stats_ptr"], state["stats_label"], state["stats_reached"]
+        node_of_entry = np.repeat(np.arange(len(ptr) - 1, dtype=np.int64), np.diff(ptr))
+        # Entries are grouped by node and sorted by label within it, so one
+        # stable sort on (node, decreasing count) keeps ties in label order.
+        most = int(reached.max()) + 1 if reached.size else 1
+        if len(ptr) * most < 2**62:  # one int64 key: several times faster than lexsort
+            order = np.argsort(node_of_entry * most + (most - 1 - reached), kind="stable")
+        else:
+            order = np.lexsort((-reached, node_of_entry))
+        totals = np.maximum(_node_totals(ptr, reached), 1)
+        share = (reached[order] / totals[node_of_entry[order]]).astype(np.float32)
+        # A sentinel entry keeps &rank_label[0] valid when no class was ever seen.
+        return (ptr, np.append(labels[order], -1).astype(np.int32),
+                np.append(share, np.float32(0)))
+
+    # ------------------------------------------------------------------ state
+
+    def stats_arrays(self):
+        """Flatten the per-node class statistics: ``stats_ptr`` and :data:`STATS_FIELDS`.
+
+        The entries of node v are ``stats_ptr[v]:stats_ptr[v + 1]``, sorted by class id.
+        """
+        cdef Py_ssize_t n_nodes = self.nodes.size()
+        ptr = np.zeros(n_nodes + 1, dtype=np.int64)
+        cdef Py_ssize_t node, entry
+        for node in range(n_nodes):
+            ptr[node + 1] = ptr[node] + self.stats[node].size()
+        out = {name: np.empty(ptr[n_nodes], dtype=dtype) for name, dtype in STATS_FIELDS}
+        cdef index_t[::1] label = out["stats_label"]
+        cdef int64_t[::1] reached = out["stats_reached"]
+        cdef int64_t[::1] trained = out["stats_trained"]
+        cdef float64_t[::1] score_sum = out["stats_score_sum"]
+        cdef int64_t position = 0
+        for node in range(n_nodes):
+            for entry in range(<Py_ssize_t>self.stats[node].size()):
+                label[position] = self.stats[node][entry].label
+                reached[position] = self.stats[node][entry].n_reached
+                trained[position] = self.stats[node][entry].n_trained
+                score_sum[position] = self.stats[node][entry].score_sum
+                position += 1
+        out["stats_ptr"] = ptr
+        return out
+
+    def node_arrays(self):
+        """Return copies of the per-node fields, one array per :data:`NODE_FIELDS` name."""
+        cdef Py_ssize_t n_nodes = self.nodes.size()
+        out = {name: np.empty(n_nodes, dtype=dtype) for name, dtype in NODE_FIELDS}
+        cdef Py_ssize_t node
+        for node in range(n_nodes):
+            out["parent"][node] = self.nodes[node].parent
+            out["left"][node] = self.nodes[node].left
+            out["right"][node] = self.nodes[node].right
+            out["regressor"][node] = self.nodes[node].regressor
+            out["min_count"][node] = self.nodes[node].min_count
+            out["score_sum"][node] = self.nodes[node].score_sum
+            out["n_trained"][node] = self.nodes[node].n_trained
+            out["n_recycled"][node] = self.nodes[node].n_recycled
+        return out
+
+    def get_state(self):
+        """Return every array needed to rebuild the builder with :func:`builder_from_state`.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            Node arrays (:data:`NODE_FIELDS`), class statistics
+            (``stats_ptr`` and :data:`STATS_FIELDS`) and the ``n_internal``
+            used regressors (:data:`REGRESSOR_FIELDS`). All are copies.
+        """
+        out = self.node_arrays()
+        out.update(self.stats_arrays())
+        used = self.n_internal
+        out["weights"] = np.array(self.weights[:used])
+        out["scale"] = np.array(self.scale[:used])
+        out["sum_sq_grad"] = np.array(self.sum_sq_grad[:used])
+        out["regressor_norm"] = np.array([self.regressors[s].norm for s in range(used)],
+                                         dtype=np.float64)
+        out["regressor_n_updates"] = np.array(
+            [self.regressors[s].n_updates for s in range(used)], dtype=np.int64)
+        return out
+
+    def _restore(self, arrays, int64_t n_swaps, int64_t n_examples_seen):
+        """Overwrite a fresh builder with validated arrays from :meth:`get_state`."""
+        n_nodes = arrays["parent"].shape[0]
+        used = arrays["weights"].shape[0]
+        cdef Py_ssize_t extra
+        for extra in range(n_nodes - 1):
+            self._append_leaf(-1)
+        ptr = arrays["stats_ptr"]
+        cdef Py_ssize_t node, entry
+        cdef ClassStats item
+        cdef Node* v
+        for node in range(n_nodes):
+            v = &self.nodes[node]
+            v.parent = arrays["parent"][node]
+            v.left = arrays["left"][node]
+            v.right = arrays["right"][node]
+            v.regressor = arrays["regressor"][node]
+            v.min_count = arrays["min_count"][node]
+            v.score_sum = arrays["score_sum"][node]
+            v.n_trained = arrays["n_trained"][node]
+            v.n_recycled = arrays["n_recycled"][node]
+            for entry in range(ptr[node], ptr[node + 1]):
+                item.label = arrays["stats_label"][entry]
+                item.n_reached = arrays["stats_reached"][entry]
+                item.n_trained = arrays["stats_trained"][entry]
+                item.score_sum = arrays["stats_score_sum"][entry]
+                self.stats[node].push_back(item)
+                v.max_reached = max(v.max_reached, item.n_reached)
+        np.asarray(self.weights)[:used] = arrays["weights"]
+        np.asarray(self.scale)[:used] = arrays["scale"]
+        np.asarray(self.sum_sq_grad)[:used] = arrays["sum_sq_grad"]
+        for slot in range(used):
+            self.regressors[slot].norm = arrays["regressor_norm"][slot]
+            self.regressors[slot].n_updates = arrays["regressor_n_updates"][slot]
+        self.n_internal = used
+        self.n_swaps = n_swaps
+        self.n_examples_seen = n_examples_seen
+
+
+def builder_from_state(params, arrays):
+    """Rebuild a :class:`LOMTreeBuilder` from validated ``get_state`` arrays.
+
+    Parameters
+    ----------
+    params : dict
+        ``n_features``, ``n_classes``, ``max_internal_nodes``,
+        ``swap_resistance``, ``optimizer``, ``learning_rate``, ``n_swaps``
+        and ``n_examples_seen``.
+    arrays : dict of str to numpy.ndarray
+        Output of :meth:`LOMTreeBuilder.get_state`, already checked by the
+        caller (shapes, dtypes, index ranges and tree structure).
+    """
+    builder = LOMTreeBuilder(params["n_features"], params["n_classes"],
+                             params["max_internal_nodes"], params["swap_resistance"],
+                             params["optimizer"], params["learning_rate"])
+    builder._restore(arrays, params["n_swaps"], params["n_examples_seen"])
+    return builder
+
+
+def _node_totals(ptr, reached):
+    """Sum of ``reached`` over each node's entries (0 for nodes without entries)."""
+    cumulative = np.concatenate(([0], np.cumsum(reached, dtype=np.int64)))
+    return np.diff(cumulative[ptr])
+
+
+def _checked_indptr(indptr, indices, data, index_t n_features):
+    """Check CSR arrays enough for the kernels to read them safely; return indptr."""
+    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+    if (not isinstance(indices, np.ndarray) or indices.dtype != np.int32
+            or not isinstance(data, np.ndarray) or data.dtype != np.float32
+            or not indices.flags.c_contiguous or not data.flags.c_contiguous):
+        raise ValueError("indices must be contiguous int32 and data contiguous float32")
+    if indptr.ndim != 1 or indptr.shape[0] < 1 or indices.shape != data.shape:
+        raise ValueError("malformed CSR arrays")
+    if indptr[0] != 0 or indptr[indptr.shape[0] - 1] != indices.shape[0] or np.any(np.diff(indptr) < 0):
+        raise ValueError("CSR indptr does not match the stored entries")
+    if indices.size and (indices.min() < 0 or indices.max() >= n_features):
+        raise ValueError(f"feature index out of range [0, {n_features})")
+    return indptr
+
+
+cdef const index_t* _data_pointer_i(array):
+    """Address of the first element of an int32 array, NULL when it is empty."""
+    cdef const index_t[::1] view = array
+    return &view[0] if view.shape[0] > 0 else NULL
+
+
+cdef const float32_t* _data_pointer_f(array):
+    """Address of the first element of a float32 array, NULL when it is empty."""
+    cdef const float32_t[::1] view = array
+    return &view[0] if view.shape[0] > 0 else NULL
