@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from ldsm_reference import Xoshiro, nag_step, sgd_step, train_node
+
 from xmltree._ldsm import _py_train_node, build_tree
 from xmltree._optim import _py_nag_step, _py_sgd_step
 from xmltree._random import _py_draw
-
 from xmltree.exceptions import DataFormatError
 
 NODE_SETTINGS = dict(epochs=3, lambda1=2.0, lambda2=1.0, learning_rate=0.3)

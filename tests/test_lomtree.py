@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from lomtree_reference import ReferenceLOMTree, rows_of
 
 from xmltree import _lomtree
-from xmltree.exceptions import DataFormatError, ModelFormatError
+from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
 from xmltree.lomtree import LOMTree, to_multiclass
 
 
@@ -298,14 +298,14 @@ def test_rejects_bad_parameters(params, name):
 
 def test_partial_fit_and_predict_misuse():
     X, y = separable_problem(3, n_samples=50, n_classes=4)
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         LOMTree().predict(X)
     with pytest.raises(ValueError, match="classes must be given"):
         LOMTree().partial_fit(X, y)
     fresh = LOMTree()
     with pytest.raises(DataFormatError, match="label 7"):
         fresh.partial_fit(X, np.full(50, 7), classes=[0, 1, 2, 3])
-    with pytest.raises(RuntimeError, match="not fitted"):  # no half-made tree left behind
+    with pytest.raises(NotFittedError, match="not fitted"):  # no half-made tree left behind
         fresh.predict(X)
     model = LOMTree().partial_fit(X, y, classes=[0, 1, 2, 3])
     with pytest.raises(DataFormatError, match="label 7"):

@@ -3,7 +3,9 @@
 Public API
 ----------
 LdSM
-    Ensemble of LdSM trees (Majzoubi & Choromanska, 2020).
+    Ensemble of LdSM trees (Majzoubi & Choromanska, AISTATS 2020).
+LOMTree
+    Online logarithmic-time multiclass tree (Choromanska & Langford, NIPS 2015).
 load
     Load any model saved with ``.save(path)``.
 datasets, metrics
@@ -14,6 +16,45 @@ datasets, metrics
 __version__ = "0.1.0"
 
 from . import datasets, metrics  # noqa: E402
-from .exceptions import DataFormatError, ModelFormatError  # noqa: E402
+from ._persistence import load_model  # noqa: E402
+from .exceptions import DataFormatError, ModelFormatError, NotFittedError  # noqa: E402
+from .ldsm import LdSM  # noqa: E402
+from .lomtree import LOMTree  # noqa: E402
 
-__all__ = ["__version__", "datasets", "metrics", "DataFormatError", "ModelFormatError"]
+__all__ = [
+    "__version__",
+    "LdSM",
+    "LOMTree",
+    "load",
+    "datasets",
+    "metrics",
+    "DataFormatError",
+    "ModelFormatError",
+    "NotFittedError",
+]
+
+_ESTIMATORS = {cls._KIND: cls for cls in (LdSM, LOMTree)}
+
+
+def load(path):
+    """Load a model of any kind saved with its ``save(path)`` method.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A model file.
+
+    Returns
+    -------
+    LdSM or LOMTree
+        The fitted estimator stored in the file.
+
+    Raises
+    ------
+    ModelFormatError
+        If the file is not a valid xmltree model of a supported version.
+    """
+    kind, params, arrays = load_model(path)
+    if kind not in _ESTIMATORS:
+        raise ModelFormatError(f"{path}: unknown model kind {kind!r}")
+    return _ESTIMATORS[kind]._from_state(params, arrays)

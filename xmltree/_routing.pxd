@@ -2,10 +2,10 @@
 # (descent), so that an example follows at prediction time exactly the
 # children it was sent to while the tree was built.
 #
-# Contract on the scores fed to `route`: score[m] = bias[m] + sum over the
-# features j of the example, in increasing j, of x_j * w[m, j], accumulated in
-# float64. Training and prediction both compute it that way, so they agree
-# bit for bit.
+# Contract on the scores fed to `route`: score[m] starts from float64(bias[m]),
+# then adds float64(x_j) * float64(w[m, j]) for the features j of the example
+# in increasing order. Training and prediction both compute it that way, so
+# they agree bit for bit.
 
 from libc.stdint cimport uint8_t
 

@@ -7,7 +7,7 @@ these classes, so that callers can catch them precisely; both derive from
 
 from __future__ import annotations
 
-__all__ = ["DataFormatError", "ModelFormatError"]
+__all__ = ["DataFormatError", "ModelFormatError", "NotFittedError"]
 
 
 class DataFormatError(ValueError):
@@ -46,3 +46,12 @@ class DataFormatError(ValueError):
 
 class ModelFormatError(ValueError):
     """A saved model file is corrupt, truncated, or of an unsupported version."""
+
+
+class NotFittedError(ValueError, AttributeError):
+    """An estimator was used for prediction or saved before being fitted.
+
+    Derives from both :class:`ValueError` and :class:`AttributeError`, as
+    scikit-learn's exception of the same name does, so existing handlers for
+    either keep working.
+    """

@@ -20,6 +20,7 @@ import numbers
 
 import numpy as np
 
+from ._base import Estimator, check_choice, check_int, check_real, check_seed
 from ._lomtree import (
     NODE_FIELDS,
     OPTIMIZERS,
@@ -28,9 +29,8 @@ from ._lomtree import (
     LOMTreeBuilder,
     builder_from_state,
 )
-from ._persistence import load_model, save_model
 from ._validation import check_features
-from .exceptions import DataFormatError, ModelFormatError
+from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 
 __all__ = ["LOMTree", "to_multiclass"]
 
@@ -40,7 +40,7 @@ _PARAM_NAMES = ("max_internal_nodes", "swap_resistance", "epochs", "optimizer",
                 "learning_rate", "shuffle", "n_jobs", "random_state")
 
 
-class LOMTree:
+class LOMTree(Estimator):
     """Online logarithmic-depth multiclass tree (LOMtree, Algorithm 1 of the paper).
 
     Parameters
@@ -103,36 +103,19 @@ class LOMTree:
 
     def _check_params(self) -> None:
         """Raise ValueError naming the first invalid hyper-parameter."""
-        def is_int(value):
-            return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-        if self.max_internal_nodes is not None and not (
-                is_int(self.max_internal_nodes) and 1 <= self.max_internal_nodes < 2**30):
-            raise ValueError("max_internal_nodes must be None or an integer >= 1, "
-                             f"got {self.max_internal_nodes!r}")
-        if not (isinstance(self.swap_resistance, numbers.Real)
-                and math.isfinite(self.swap_resistance) and self.swap_resistance >= 0):
-            raise ValueError(f"swap_resistance must be a finite number >= 0, "
-                             f"got {self.swap_resistance!r}")
-        if not (is_int(self.epochs) and self.epochs >= 1):
-            raise ValueError(f"epochs must be an integer >= 1, got {self.epochs!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
-        if not (isinstance(self.learning_rate, numbers.Real)
-                and math.isfinite(self.learning_rate) and self.learning_rate > 0):
-            raise ValueError(f"learning_rate must be a finite number > 0, "
-                             f"got {self.learning_rate!r}")
-        if not isinstance(self.shuffle, (bool, np.bool_)):
-            raise ValueError(f"shuffle must be a bool, got {self.shuffle!r}")
-        if not (is_int(self.n_jobs) and self.n_jobs >= 1):
-            raise ValueError(f"n_jobs must be an integer >= 1, got {self.n_jobs!r}")
-        if self.random_state is not None and not is_int(self.random_state):
-            raise ValueError(f"random_state must be None or an integer, "
-                             f"got {self.random_state!r}")
+        if self.max_internal_nodes is not None:
+            check_int("max_internal_nodes", self.max_internal_nodes, 1, 2**30 - 1)
+        check_real("swap_resistance", self.swap_resistance, 0.0, strict=False)
+        check_int("epochs", self.epochs, 1)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        check_real("learning_rate", self.learning_rate, 0.0, strict=True)
+        check_choice("shuffle", self.shuffle, (True, False))
+        check_int("n_jobs", self.n_jobs, 1)
+        check_seed(self.random_state)
 
     def _check_fitted(self) -> None:
         if getattr(self, "_builder", None) is None:
-            raise RuntimeError("this LOMTree is not fitted yet; call fit or partial_fit first")
+            raise NotFittedError("this LOMTree is not fitted yet; call fit or partial_fit first")
 
     def _check_X(self, X, *, first: bool):
         return check_features(X, n_features=None if first else self.n_features_in_)
@@ -378,21 +361,6 @@ class LOMTree:
         model.max_internal_nodes_ = sizes["effective_max_internal_nodes"]
         model._builder = builder
         return model
-
-    def save(self, path) -> None:
-        """Save the model, optimiser state included, to ``path`` (safe npz + JSON)."""
-        params, arrays = self._get_state()
-        save_model(path, self._KIND, params, arrays)
-
-    @classmethod
-    def load(cls, path) -> LOMTree:
-        """Load a model written by :meth:`save`; raises ModelFormatError if invalid.
-
-        The loaded model predicts like the saved one and can keep training
-        with :meth:`partial_fit`.
-        """
-        _, params, arrays = load_model(path, kind=cls._KIND)
-        return cls._from_state(params, arrays)
 
 
 # ---------------------------------------------------------------------- helpers

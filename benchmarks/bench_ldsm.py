@@ -1,0 +1,264 @@
+"""LdSM against napkinXC and omikuji on the same data, in the same run.
+
+For every dataset and model: P@1/3/5, nDCG@1/3/5, PSP@1/3/5, training time (wall and CPU),
+prediction ms/example, peak resident memory, and for LdSM tree depth and node count. Each
+model runs in a forked child process so that its peak memory is its own.
+
+Examples
+--------
+    python benchmarks/bench_ldsm.py                          # bibtex + delicious, all models
+    python benchmarks/bench_ldsm.py --datasets delicious --models ldsm --n-trees 1 10 50
+    python benchmarks/bench_ldsm.py --json results.json --plots plots/
+
+Datasets are read from ``--data-home`` (default ``../shared/datasets`` next to the
+repository) in the ``<name>/train.txt`` + ``<name>/test.txt`` layout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from xmltree.datasets import read_xc, write_xc
+from xmltree.metrics import evaluate, inverse_propensity
+
+DEFAULT_DATA_HOME = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+PEERS = ("napkinxc-plt", "napkinxc-ovr", "omikuji-parabel", "omikuji-bonsai")
+METRIC_KEYS = [f"{m}@{k}" for m in ("P", "nDCG", "PSP") for k in (1, 3, 5)]
+
+
+def load_split(data_home: Path, name: str):
+    """Read ``name/train.txt`` and ``name/test.txt`` with a shared feature and label space."""
+    X_train, Y_train = read_xc(data_home / name / "train.txt")
+    X_test, Y_test = read_xc(data_home / name / "test.txt")
+    n_features = max(X_train.shape[1], X_test.shape[1])
+    n_labels = max(Y_train.shape[1], Y_test.shape[1])
+    X_train, Y_train = read_xc(data_home / name / "train.txt", n_features=n_features,
+                               n_labels=n_labels)
+    X_test, Y_test = read_xc(data_home / name / "test.txt", n_features=n_features,
+                             n_labels=n_labels)
+    return X_train, Y_train, X_test, Y_test
+
+
+# ----------------------------------------------------------------------------- models
+# Each runner trains on (X_train, Y_train), predicts the top 5 of X_test and returns
+# (labels (n, 5) int array, extra-info dict); timings are taken around the two phases.
+
+
+def run_ldsm(data, n_trees, params, n_jobs, timer):
+    import xmltree
+
+    X_train, Y_train, X_test, _ = data
+    model = xmltree.LdSM(n_trees=n_trees, n_jobs=n_jobs, random_state=0, **params)
+    with timer("train"):
+        model.fit(X_train, Y_train)
+    with timer("predict"):
+        labels, _ = model.predict(X_test, k=5)
+    return labels, {"max_depth": int(np.max(model.depth_)),
+                    "mean_nodes": float(np.mean(model.n_nodes_))}
+
+
+def run_napkinxc(data, kind, n_jobs, timer):
+    from napkinxc.models import OVR, PLT
+
+    X_train, Y_train, X_test, _ = data
+    label_lists = [row.indices.tolist() for row in Y_train]
+    with tempfile.TemporaryDirectory() as directory:
+        model_class = PLT if kind == "plt" else OVR
+        model = model_class(directory, threads=n_jobs or 0, seed=0)
+        with timer("train"):
+            model.fit(X_train, label_lists)
+        with timer("predict"):
+            predictions = model.predict(X_test, top_k=5)
+    return _pad(predictions), {}
+
+
+def run_omikuji(data, kind, n_jobs, timer):
+    import omikuji
+
+    X_train, Y_train, X_test, _ = data
+    hyper = omikuji.Model.default_hyper_param()
+    if kind == "bonsai":
+        # Bonsai (Khandagale et al. 2019): shallow, wide, unbalanced trees.
+        hyper.cluster_k, hyper.max_depth, hyper.cluster_balanced = 100, 3, False
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "train.txt")
+        write_xc(path, X_train, Y_train)
+        with timer("train"):
+            model = omikuji.Model.train_on_data(path, hyper, n_threads=n_jobs)
+    with timer("predict"):
+        predictions = [
+            [label for label, _ in model.predict(list(zip(row.indices.tolist(),
+                                                          row.data.tolist())), top_k=5)]
+            for row in X_test
+        ]
+    return _pad(predictions), {}
+
+
+def _pad(rankings) -> np.ndarray:
+    """(n, 5) array of label ids from per-row lists, padded with -1."""
+    out = np.full((len(rankings), 5), -1, dtype=np.int64)
+    for i, row in enumerate(rankings):
+        row = [label[0] if isinstance(label, tuple) else label for label in row][:5]
+        out[i, : len(row)] = row
+    return out
+
+
+# ------------------------------------------------------------------------- measurement
+
+
+class _Timer:
+    """Collects wall and CPU seconds of named phases."""
+
+    def __init__(self):
+        self.seconds = {}
+
+    def __call__(self, phase):
+        timer = self
+
+        class _Phase:
+            def __enter__(self):
+                self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+            def __exit__(self, *exc):
+                timer.seconds[f"{phase}_s"] = time.perf_counter() - self.wall
+                timer.seconds[f"{phase}_cpu_s"] = time.process_time() - self.cpu
+
+        return _Phase()
+
+
+def _child(queue, runner, data, inv_propensity):
+    timer = _Timer()
+    labels, extra = runner(data, timer)
+    result = evaluate(data[3], labels, ks=(1, 3, 5), inv_propensity=inv_propensity)
+    result = {key: result[key] for key in METRIC_KEYS}
+    result.update(timer.seconds, **extra)
+    result["predict_ms_per_example"] = 1000 * result.pop("predict_s") / data[2].shape[0]
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    queue.put(result)
+
+
+def measure(runner, data, inv_propensity) -> dict:
+    """Run ``runner`` in a forked child; return its metrics, timings and peak memory."""
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    process = context.Process(target=_child, args=(queue, runner, data, inv_propensity))
+    process.start()
+    result = queue.get()
+    process.join()
+    return result
+
+
+# ------------------------------------------------------------------------------ report
+
+
+def print_table(dataset: str, rows: list[tuple[str, dict]]) -> None:
+    columns = METRIC_KEYS + ["train_s", "train_cpu_s", "predict_ms_per_example", "peak_rss_mb"]
+    short = {"train_s": "train s", "train_cpu_s": "cpu s", "predict_ms_per_example": "ms/ex",
+             "peak_rss_mb": "RSS MB"}
+    print(f"\n{dataset}")
+    print(f"{'model':<22}" + "".join(f"{short.get(c, c):>8}" for c in columns))
+    for name, result in rows:
+        cells = [100 * result[c] if "@" in c else result[c] for c in columns]
+        print(f"{name:<22}" + "".join(f"{v:>8.2f}" if v < 1000 else f"{v:>8.0f}"
+                                       for v in cells))
+
+
+def plot(results: dict, directory: Path, arity: int) -> None:
+    """P@k against the number of trees, and depth against log_M K."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    directory.mkdir(parents=True, exist_ok=True)
+    for dataset, rows in results.items():
+        curve = sorted((r["n_trees"], r) for r in rows if r["model"] == "ldsm")
+        if len(curve) < 2:
+            continue
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        for key in ("P@1", "P@3", "P@5"):
+            ax.plot([n for n, _ in curve], [100 * r[key] for _, r in curve], marker="o",
+                    label=key)
+        ax.set(xlabel="trees", ylabel="%", title=f"LdSM on {dataset}")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(directory / f"{dataset}_precision_vs_trees.png", dpi=120)
+        plt.close(fig)
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for dataset, rows in results.items():
+        for r in rows:
+            if r["model"] == "ldsm":
+                ax.scatter(np.log(r["n_labels"]) / np.log(arity), r["max_depth"], label=dataset)
+                break
+    grid = np.linspace(1, 12, 10)
+    ax.plot(grid, grid, "k--", label="log_M K")
+    ax.plot(grid, 3 * grid, "k:", label="3 log_M K")
+    ax.set(xlabel="log_M K", ylabel="max tree depth")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(directory / "depth_vs_log_labels.png", dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-home", type=Path, default=DEFAULT_DATA_HOME)
+    parser.add_argument("--datasets", nargs="+", default=["bibtex", "delicious"])
+    parser.add_argument("--models", nargs="+", default=["ldsm", *PEERS],
+                        choices=["ldsm", *PEERS])
+    parser.add_argument("--n-trees", type=int, nargs="+", default=[1, 10, 50],
+                        help="LdSM ensemble sizes to train (default 1 10 50)")
+    parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--arity", type=int, default=None)
+    parser.add_argument("--max-nodes", type=int, default=None)
+    parser.add_argument("--epochs", type=int, default=None)
+    parser.add_argument("--learning-rate", type=float, default=None)
+    parser.add_argument("--lambda1", type=float, default=None)
+    parser.add_argument("--lambda2", type=float, default=None)
+    parser.add_argument("--routing", choices=("margin", "sigmoid"), default=None)
+    parser.add_argument("--json", type=Path, help="write all results here")
+    parser.add_argument("--plots", type=Path, help="write PNG plots to this directory")
+    args = parser.parse_args(argv)
+    params = {name: getattr(args, name) for name in
+              ("arity", "max_nodes", "epochs", "learning_rate", "lambda1", "lambda2", "routing")
+              if getattr(args, name) is not None}
+
+    results: dict[str, list[dict]] = {}
+    for dataset in args.datasets:
+        data = load_split(args.data_home, dataset)
+        inv_propensity = inverse_propensity(data[1])
+        runs = []
+        if "ldsm" in args.models:
+            for n_trees in args.n_trees:
+                runs.append((f"ldsm ({n_trees} trees)", "ldsm", n_trees,
+                             lambda d, t, n=n_trees: run_ldsm(d, n, params, args.n_jobs, t)))
+        for peer in (m for m in args.models if m != "ldsm"):
+            library, kind = peer.split("-")
+            run = run_napkinxc if library == "napkinxc" else run_omikuji
+            runs.append((peer, peer, None,
+                         lambda d, t, r=run, k=kind: r(d, k, args.n_jobs, t)))
+        rows = []
+        for name, model, n_trees, runner in runs:
+            result = measure(runner, data, inv_propensity)
+            result.update(model=model, n_trees=n_trees, n_labels=int(data[1].shape[1]),
+                          params=params)
+            rows.append((name, result))
+        print_table(dataset, rows)
+        results[dataset] = [r for _, r in rows]
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    if args.plots:
+        plot(results, args.plots, params.get("arity", 2))
+
+
+if __name__ == "__main__":
+    main()

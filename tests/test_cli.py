@@ -1,0 +1,85 @@
+"""The ``xmltree`` command line, end to end on small files."""
+
+import json
+
+import numpy as np
+import pytest
+
+from xmltree.cli import main
+from xmltree.datasets import make_synthetic, write_xc
+
+SMALL_MODEL = ["--n-trees", "2", "--max-nodes", "31", "--epochs", "2", "--n-jobs", "1"]
+
+
+@pytest.fixture
+def split_files(tmp_path):
+    X, Y = make_synthetic(600, 80, 12, avg_labels=2.0, random_state=1)
+    train, test = tmp_path / "train.txt", tmp_path / "test.txt"
+    write_xc(train, X[:500], Y[:500])
+    write_xc(test, X[500:], Y[500:])
+    return train, test
+
+
+def test_help_lists_every_command(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for command in ("demo", "train", "predict", "evaluate", "datasets"):
+        assert command in out
+
+
+def test_train_predict_evaluate_round_trip(tmp_path, split_files, capsys):
+    train, test = split_files
+    model, predictions = tmp_path / "model.npz", tmp_path / "pred.txt"
+    assert main(["-q", "train", str(train), "--model", str(model), "--seed", "0",
+                 *SMALL_MODEL]) == 0
+    assert model.exists()
+    assert main(["-q", "predict", str(test), "--model", str(model), "--output",
+                 str(predictions), "-k", "3"]) == 0
+    lines = predictions.read_text().splitlines()
+    assert lines[0].split() == ["100", "12"]
+    assert all(len(line.split()) <= 3 for line in lines[1:])
+    capsys.readouterr()
+    assert main(["evaluate", "--labels", str(test), "--predictions", str(predictions),
+                 "--train", str(train), "--json", "-k", "1", "3"]) == 0
+    results = json.loads(capsys.readouterr().out)
+    assert set(results) >= {"P@1", "P@3", "nDCG@3", "PSP@1", "PSP@3"}
+    assert all(0.0 <= value <= 1.0 for value in results.values())
+    assert results["P@1"] > 0.3  # the synthetic problem is learnable
+
+
+def test_demo_on_files_prints_model_and_baseline(split_files, capsys):
+    train, test = split_files
+    assert main(["demo", "--data", str(train), "--test", str(test), *SMALL_MODEL]) == 0
+    out = capsys.readouterr().out
+    assert "LdSM" in out and "most frequent labels" in out and "P@1" in out
+
+
+def test_datasets_list_and_info(split_files, capsys):
+    assert main(["datasets", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "bibtex" in out.lower() and "amazon" in out.lower()
+    assert main(["datasets", "info", str(split_files[0])]) == 0
+    assert "500 rows" in capsys.readouterr().out
+
+
+def test_malformed_file_gives_one_line_error_with_location(tmp_path, capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("2 5 3\n0 1:1.0\n1 7:1.0\n")
+    assert main(["datasets", "info", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "bad.txt" in err and "line 3" in err
+
+
+def test_predictions_file_round_trips_through_the_reader(tmp_path):
+    from xmltree.datasets import read_predictions, write_predictions
+
+    labels = np.array([[2, 0, -1], [1, 3, 0]])
+    scores = np.array([[0.5, 0.25, 0.0], [0.75, 0.5, 0.125]], dtype=np.float32)
+    path = tmp_path / "p.txt"
+    write_predictions(path, labels, scores, n_labels=4)
+    matrix = read_predictions(path, n_labels=4)
+    expected = np.array([[0.25, 0, 0.5, 0], [0.125, 0.75, 0, 0.5]], dtype=np.float32)
+    assert np.array_equal(matrix.toarray(), expected)
+

@@ -1,0 +1,375 @@
+"""Tests of the LdSM estimator: parameters, prediction, persistence, fitting."""
+
+import json
+import logging
+import zipfile
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from test_tree import (
+    random_features,
+    random_flat_tree,
+    reference_leaves,
+    reference_scores,
+    reference_top_k,
+)
+
+from xmltree._persistence import save_model
+from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
+from xmltree.ldsm import LdSM
+
+try:
+    from xmltree._ldsm import build_tree  # noqa: F401
+
+    HAVE_BUILD_TREE = True
+except ImportError:
+    HAVE_BUILD_TREE = False
+
+needs_build_tree = pytest.mark.skipif(not HAVE_BUILD_TREE, reason="xmltree._ldsm not built")
+
+N_FEATURES, N_LABELS = 20, 30
+
+
+def model_from_random_trees(rng, *, n_trees=3, arity=2, routing="margin"):
+    """A fitted LdSM whose trees are random (no training needed)."""
+    trees = [random_flat_tree(rng, arity=arity, n_features=N_FEATURES, n_labels=N_LABELS)
+             for _ in range(n_trees)]
+    model = LdSM(n_trees=n_trees, arity=arity, routing=routing)
+    model._set_trees(trees, N_FEATURES, N_LABELS)
+    return model, trees
+
+
+def clustered_problem(rng, n_samples, n_features=30, n_labels=10):
+    """Samples around one centre per label; a second label from a fixed
+    neighbour with probability 0.3. Returns (X, label lists, main labels)."""
+    centres = np.abs(rng.normal(size=(n_labels, n_features))) * (
+        rng.random((n_labels, n_features)) < 0.4)
+    main = rng.integers(n_labels, size=n_samples)
+    X = centres[main] + 0.2 * np.abs(rng.normal(size=(n_samples, n_features)))
+    X[rng.random(X.shape) < 0.3] = 0.0
+    labels = [[int(m)] + ([int((m + 1) % n_labels)] if rng.random() < 0.3 else [])
+              for m in main]
+    return sp.csr_matrix(X.astype(np.float32)), labels, main
+
+
+# ----------------------------------------------------------------------
+# Parameters
+# ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, value", [
+    ("n_trees", 0), ("n_trees", 2.0), ("arity", 1), ("arity", 9), ("max_nodes", 0),
+    ("epochs", 0), ("lambda1", -0.1), ("lambda2", float("nan")), ("learning_rate", 0.0),
+    ("learning_rate", "fast"), ("weight_threshold", -1.0), ("optimizer", "adam"),
+    ("routing", "hinge"), ("random_state", -3), ("random_state", 1.5), ("n_jobs", 0),
+    ("n_jobs", "all"), ("arity", True),
+])
+def test_invalid_parameters_are_reported_at_fit(name, value):
+    model = LdSM(**{name: value})  # __init__ only stores
+    assert getattr(model, name) is value
+    with pytest.raises(ValueError, match=name):
+        model.fit(np.ones((3, 2)), [[0], [1], [0]])
+
+
+def test_get_set_params_and_repr():
+    model = LdSM(n_trees=5, routing="sigmoid")
+    params = model.get_params()
+    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 13
+    assert model.set_params(arity=3, verbose=True) is model
+    assert model.arity == 3
+    assert repr(model) == "LdSM(n_trees=5, arity=3, routing='sigmoid', verbose=True)"
+    assert repr(LdSM()) == "LdSM()"
+    with pytest.raises(ValueError, match="invalid parameter 'depth'"):
+        model.set_params(depth=3)
+
+
+# ----------------------------------------------------------------------
+# Prediction through the estimator
+# ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["predict", "predict_scores", "leaves_reached", "save"])
+def test_unfitted_model_refuses_to_predict(method, tmp_path):
+    argument = tmp_path / "m.npz" if method == "save" else np.ones((2, 3))
+    with pytest.raises(NotFittedError, match="not fitted"):
+        getattr(LdSM(), method)(argument)
+    assert issubclass(NotFittedError, ValueError) and issubclass(NotFittedError, AttributeError)
+
+
+def test_predict_matches_reference_and_scores(rng):
+    model, trees = model_from_random_trees(rng, n_trees=3, arity=3)
+    X = random_features(rng, 40, N_FEATURES)
+    expected, counts = reference_scores(trees, X, 3, 0.5, N_LABELS)
+    labels, scores = model.predict(X, k=4)
+    expected_labels, expected_scores = reference_top_k(expected, 4)
+    np.testing.assert_array_equal(labels, expected_labels)
+    np.testing.assert_allclose(scores, expected_scores, rtol=1e-6)
+    assert labels.dtype == np.int32 and scores.dtype == np.float32
+    np.testing.assert_allclose(model.predict_scores(X).toarray(), expected, rtol=1e-6,
+                               atol=1e-7)
+    np.testing.assert_array_equal(model.leaves_reached(X), counts)
+
+
+@pytest.mark.parametrize("k", [0, -1, 2.5, True, "3"])
+def test_invalid_k(rng, k):
+    model, _ = model_from_random_trees(rng)
+    with pytest.raises(ValueError, match="k must be"):
+        model.predict(np.ones((1, N_FEATURES)), k=k)
+
+
+def test_feature_count_is_checked(rng):
+    model, _ = model_from_random_trees(rng)
+    with pytest.raises(DataFormatError, match="fitted with 20"):
+        model.predict(np.ones((2, N_FEATURES + 1)))
+    narrow = np.ones((2, N_FEATURES - 4), dtype=np.float32)
+    wide = np.hstack([narrow, np.zeros((2, 4), dtype=np.float32)])
+    np.testing.assert_array_equal(model.predict(narrow)[0], model.predict(wide)[0])
+
+
+def test_n_jobs_does_not_change_predictions(rng):
+    model, _ = model_from_random_trees(rng, n_trees=4)
+    X = random_features(rng, 300, N_FEATURES)
+    serial = model.set_params(n_jobs=1).predict(X, k=6)
+    parallel = model.set_params(n_jobs=-1).predict(X, k=6)
+    np.testing.assert_array_equal(serial[0], parallel[0])
+    np.testing.assert_array_equal(serial[1], parallel[1])
+
+
+def test_fitted_attributes_and_objective_trace(rng):
+    model, trees = model_from_random_trees(rng, n_trees=2)
+    np.testing.assert_array_equal(model.n_nodes_, [t["first_child"].size for t in trees])
+    np.testing.assert_array_equal(model.n_leaves_, [np.sum(t["first_child"] < 0) for t in trees])
+    np.testing.assert_array_equal(model.depth_, [t["depth"].max() for t in trees])
+    assert model.n_features_ == N_FEATURES and model.n_labels_ == N_LABELS
+    with pytest.raises(ValueError, match="read-only"):
+        model.trees_[0]["weight_values"][0] = 1.0
+    tree = trees[1]
+    np.testing.assert_array_equal(model.objective_trace(1, 0),
+                                  tree["trace_values"][:tree["trace_indptr"][1]])
+    leaf = int(np.flatnonzero(tree["first_child"] < 0)[0])
+    assert model.objective_trace(1, leaf).size == 0
+    with pytest.raises(ValueError, match="node must be"):
+        model.objective_trace(1, tree["first_child"].size)
+    with pytest.raises(ValueError, match="tree must be"):
+        model.objective_trace(2, 0)
+
+
+# ----------------------------------------------------------------------
+# Persistence
+# ----------------------------------------------------------------------
+
+
+def test_save_load_round_trip_is_bit_identical(rng, tmp_path):
+    model, _ = model_from_random_trees(rng, n_trees=3, arity=4, routing="sigmoid")
+    model.set_params(random_state=7, lambda1=np.float64(1.5))
+    path = tmp_path / "model.npz"
+    model.save(path)
+    loaded = LdSM.load(path)
+    assert loaded.get_params() == model.get_params()
+    for original, restored in zip(model.trees_, loaded.trees_):
+        for name, array in original.items():
+            assert restored[name].dtype == array.dtype
+            np.testing.assert_array_equal(restored[name], array)
+    X = random_features(rng, 50, N_FEATURES)
+    for a, b in zip(model.predict(X, k=5), loaded.predict(X, k=5)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(model.predict_scores(X).toarray(),
+                                  loaded.predict_scores(X).toarray())
+
+
+def _state(rng):
+    model, _ = model_from_random_trees(rng, n_trees=2)
+    params, arrays = model._get_state()
+    return params, {name: array.copy() for name, array in arrays.items()}
+
+
+def _bad_weight_index(params, arrays):
+    arrays["tree0/weight_indices"][0] = 10**6
+
+
+def _bad_label(params, arrays):
+    arrays["tree1/leaf_labels"][-1] = N_LABELS
+
+
+def _negative_child(params, arrays):
+    arrays["tree0/first_child"][0] = -5
+
+
+def _float64_weights(params, arrays):
+    arrays["tree0/weight_values"] = arrays["tree0/weight_values"].astype(np.float64)
+
+
+def _missing_array(params, arrays):
+    del arrays["tree1/bias"]
+
+
+def _extra_array(params, arrays):
+    arrays["tree2/bias"] = arrays["tree1/bias"]
+
+
+def _bad_hyper_parameter(params, arrays):
+    params["hyper_parameters"]["arity"] = 1
+
+
+def _unknown_hyper_parameter(params, arrays):
+    params["hyper_parameters"]["depth"] = 4
+
+
+def _bad_n_features(params, arrays):
+    params["n_features"] = -2
+
+
+def _fewer_features(params, arrays):
+    params["n_features"] = 3  # stored weight indices go up to 19
+
+
+def _missing_params(params, arrays):
+    del params["hyper_parameters"]
+
+
+@pytest.mark.parametrize("tamper", [
+    _bad_weight_index, _bad_label, _negative_child, _float64_weights, _missing_array,
+    _extra_array, _bad_hyper_parameter, _unknown_hyper_parameter, _bad_n_features,
+    _fewer_features, _missing_params,
+])
+def test_tampered_model_contents_are_refused(rng, tmp_path, tamper):
+    params, arrays = _state(rng)
+    tamper(params, arrays)
+    path = tmp_path / "tampered.npz"
+    save_model(path, LdSM._KIND, params, arrays)
+    with pytest.raises(ModelFormatError):
+        LdSM.load(path)
+
+
+def _rewrite_meta(path, **changes):
+    with np.load(path) as archive:
+        contents = {name: archive[name] for name in archive.files}
+    meta = json.loads(contents["__meta__"].tobytes())
+    meta.update(changes)
+    contents["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    np.savez(path, **contents)
+
+
+def test_damaged_model_files_are_refused(rng, tmp_path):
+    model, _ = model_from_random_trees(rng)
+    path = tmp_path / "model.npz"
+    model.save(path)
+    good = path.read_bytes()
+
+    path.write_bytes(good[: len(good) // 2])
+    with pytest.raises(ModelFormatError):
+        LdSM.load(path)
+
+    path.write_bytes(good)
+    _rewrite_meta(path, format_version=999)
+    with pytest.raises(ModelFormatError, match="version"):
+        LdSM.load(path)
+
+    path.write_bytes(good)
+    _rewrite_meta(path, kind="lomtree")
+    with pytest.raises(ModelFormatError, match="lomtree"):
+        LdSM.load(path)
+
+    # An object array would need pickle to load: it must be refused, not run.
+    path.write_bytes(good)
+    with zipfile.ZipFile(path, "a") as archive:
+        with archive.open("tree0/sneaky.npy", "w") as handle:
+            np.lib.format.write_array(handle, np.array([{"a": 1}], dtype=object),
+                                      allow_pickle=True)
+    with pytest.raises(ModelFormatError):
+        LdSM.load(path)
+
+
+# ----------------------------------------------------------------------
+# Fitting (needs the compiled trainer)
+# ----------------------------------------------------------------------
+
+
+def test_unusable_training_data_is_an_error():
+    with pytest.raises(DataFormatError, match="no training sample has a label"):
+        LdSM().fit(np.ones((3, 4)), [[], [], []])
+    with pytest.raises(DataFormatError, match="no features"):
+        LdSM().fit(np.ones((3, 0)), [[0], [1], [0]])
+    with pytest.raises(DataFormatError, match="rows but X has"):
+        LdSM().fit(np.ones((3, 2)), [[0], [1]])
+
+
+FAST = {"n_trees": 3, "max_nodes": 31, "epochs": 4}
+
+
+@needs_build_tree
+def test_fit_beats_most_frequent_baseline(rng):
+    X, labels, main = clustered_problem(rng, 500)
+    X_test, labels_test, main_test = clustered_problem(np.random.default_rng(0), 200)
+    model = LdSM(**FAST, random_state=0).fit(X, labels)
+    predicted, _ = model.predict(X_test, k=1)
+    precision = np.mean([p in truth for p, truth in zip(predicted[:, 0], labels_test)])
+    counts = np.bincount(np.concatenate(labels), minlength=model.n_labels_)
+    baseline = np.mean([int(np.argmax(counts)) in truth for truth in labels_test])
+    assert precision > max(0.5, baseline + 0.2), (precision, baseline)
+    assert np.all(model.leaves_reached(X_test) >= 1)
+    sums = np.asarray(model.predict_scores(X_test).sum(axis=1)).ravel()
+    np.testing.assert_allclose(sums, 1.0, rtol=1e-5)
+    assert np.all(model.n_nodes_ <= FAST["max_nodes"]) and np.all(model.depth_ >= 1)
+
+
+@needs_build_tree
+def test_fit_is_deterministic_across_n_jobs(rng):
+    X, labels, _ = clustered_problem(rng, 200)
+    one = LdSM(**FAST, random_state=3, n_jobs=1).fit(X, labels)
+    two = LdSM(**FAST, random_state=3, n_jobs=2).fit(X, labels)
+    other = LdSM(**FAST, random_state=4, n_jobs=2).fit(X, labels)
+    for a, b in zip(one.trees_, two.trees_):
+        for name in a:
+            np.testing.assert_array_equal(a[name], b[name])
+    assert any(not np.array_equal(a["bias"], b["bias"]) for a, b in
+               zip(one.trees_, other.trees_))
+
+
+@needs_build_tree
+def test_unlabelled_samples_are_dropped(rng, caplog):
+    X, labels, _ = clustered_problem(rng, 150)
+    extra = random_features(rng, 20, X.shape[1])
+    with caplog.at_level(logging.INFO, logger="xmltree.ldsm"):
+        padded = LdSM(**FAST, random_state=1).fit(sp.vstack([X, extra]),
+                                                  labels + [[]] * 20)
+    assert "dropping 20 of 170" in caplog.text
+    plain = LdSM(**FAST, random_state=1).fit(X, labels)
+    for a, b in zip(plain.trees_, padded.trees_):
+        np.testing.assert_array_equal(a["weight_values"], b["weight_values"])
+        np.testing.assert_array_equal(a["leaf_labels"], b["leaf_labels"])
+
+
+@needs_build_tree
+def test_verbose_fit_and_indicator_labels(rng, tmp_path):
+    X, labels, _ = clustered_problem(rng, 120)
+    indicator = np.zeros((120, 10), dtype=np.float32)
+    for i, row in enumerate(labels):
+        indicator[i, row] = 1
+    from_lists = LdSM(**FAST, random_state=2).fit(X, labels)
+    from_matrix = LdSM(**FAST, random_state=2, verbose=True).fit(X.toarray(), indicator)
+    for a, b in zip(from_lists.trees_, from_matrix.trees_):
+        np.testing.assert_array_equal(a["leaf_values"], b["leaf_values"])
+    from_matrix.save(tmp_path / "fitted.npz")
+    restored = LdSM.load(tmp_path / "fitted.npz")
+    np.testing.assert_array_equal(restored.predict(X)[0], from_matrix.predict(X)[0])
+
+
+@needs_build_tree
+@pytest.mark.parametrize("routing", ["margin", "sigmoid"])
+def test_training_examples_follow_their_training_path(rng, routing):
+    # Prediction must route exactly as training did (the _routing.pxd
+    # contract): descending the training set reaches every leaf with as many
+    # examples as training sent there.
+    X, labels, _ = clustered_problem(rng, 200)
+    model = LdSM(**FAST, routing=routing, random_state=5).fit(X, labels)
+    dense = X.toarray()
+    threshold = 0.5 if routing == "margin" else 0.0
+    for tree in model.trees_:
+        reached = np.zeros(tree["first_child"].size, dtype=np.int64)
+        for x in dense:
+            for leaf in reference_leaves(tree, x, model.arity, threshold):
+                reached[leaf] += 1
+        leaves = tree["first_child"] < 0
+        np.testing.assert_array_equal(reached[leaves], tree["n_samples"][leaves])

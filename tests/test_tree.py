@@ -1,0 +1,492 @@
+"""Tests of the forest storage and prediction kernels (xmltree._tree).
+
+The kernels are compared with a slow pure-Python descent on random flat
+trees generated here, so they are exercised without the training code.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from xmltree._tree import TREE_ARRAYS, Forest, check_tree, routing_threshold
+from xmltree.exceptions import DataFormatError, ModelFormatError
+
+# ----------------------------------------------------------------------
+# Random flat trees and a pure-Python reference (also used by test_ldsm.py)
+# ----------------------------------------------------------------------
+
+
+def random_flat_tree(rng, *, arity, n_features, n_labels, max_nodes=40, expand=0.75,
+                     weight_densities=(0.05, 0.6), max_leaf_labels=5, epochs=3):
+    """Return a random tree obeying the build_tree contract.
+
+    Nodes are expanded breadth first with probability ``expand`` while the
+    node budget allows, so ids of children exceed their parent's. Each
+    internal node draws its weight density from ``weight_densities``, so
+    that both the sparse and the dense scoring paths of the forest are used.
+    """
+    first_child, parent, depth = [-1], [-1], [0]
+    queue = [0]
+    while queue:
+        node = queue.pop(0)
+        if rng.random() < expand and len(first_child) + arity <= max_nodes:
+            first_child[node] = len(first_child)
+            for _ in range(arity):
+                queue.append(len(first_child))
+                first_child.append(-1)
+                parent.append(node)
+                depth.append(depth[node] + 1)
+    n_nodes = len(first_child)
+    first_child = np.array(first_child, dtype=np.int32)
+    is_leaf = first_child < 0
+    weight_rows, leaf_rows, trace_rows = [], [], []
+    bias = np.zeros((n_nodes, arity), dtype=np.float32)
+    for node in range(n_nodes):
+        if is_leaf[node]:
+            weight_rows.extend([np.zeros(0, dtype=np.int32)] * arity)
+            size = rng.integers(1, max_leaf_labels + 1)
+            labels = np.sort(rng.choice(n_labels, size=size, replace=False)).astype(np.int32)
+            values = rng.random(size) + 0.05
+            leaf_rows.append((labels, (values / values.sum()).astype(np.float32)))
+            trace_rows.append(np.zeros(0, dtype=np.float32))
+        else:
+            density = rng.choice(weight_densities)
+            for _ in range(arity):
+                weight_rows.append(np.flatnonzero(rng.random(n_features) < density))
+            bias[node] = rng.normal(0.2, 0.6, size=arity)
+            leaf_rows.append((np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)))
+            trace_rows.append(rng.normal(size=epochs).astype(np.float32))
+    weight_indices = np.concatenate(weight_rows).astype(np.int32)
+    return {
+        "first_child": first_child,
+        "parent": np.array(parent, dtype=np.int32),
+        "depth": np.array(depth, dtype=np.int32),
+        "n_samples": rng.integers(0, 100, size=n_nodes).astype(np.int64),
+        "weight_indptr": _indptr([len(row) for row in weight_rows]),
+        "weight_indices": weight_indices,
+        "weight_values": rng.normal(0.0, 1.0, size=weight_indices.size).astype(np.float32),
+        "bias": bias,
+        "leaf_indptr": _indptr([len(labels) for labels, _ in leaf_rows]),
+        "leaf_labels": np.concatenate([labels for labels, _ in leaf_rows]).astype(np.int32),
+        "leaf_values": np.concatenate([values for _, values in leaf_rows]),
+        "trace_indptr": _indptr([len(row) for row in trace_rows]),
+        "trace_values": np.concatenate(trace_rows).astype(np.float32),
+    }
+
+
+def _indptr(lengths):
+    return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+
+
+def random_features(rng, n_samples, n_features, density=0.3):
+    """Random non-negative CSR features; some rows may be empty."""
+    return sp.random(n_samples, n_features, density=density, format="csr", dtype=np.float32,
+                     random_state=np.random.RandomState(rng.integers(2**31)))
+
+
+def reference_leaves(tree, x, arity, threshold):
+    """Leaves reached by dense example ``x``, left to right (Algorithm 2)."""
+    leaves = []
+
+    def visit(node):
+        child = tree["first_child"][node]
+        if child < 0:
+            leaves.append(node)
+            return
+        scores = []
+        for m in range(arity):
+            row = node * arity + m
+            # The routing contract: bias first, then features in increasing order.
+            total = float(tree["bias"][node, m])
+            for p in range(tree["weight_indptr"][row], tree["weight_indptr"][row + 1]):
+                total += float(x[tree["weight_indices"][p]]) * float(tree["weight_values"][p])
+            scores.append(total)
+        chosen = [m for m in range(arity) if scores[m] >= threshold]
+        for m in chosen or [int(np.argmax(scores))]:
+            visit(child + m)
+
+    visit(0)
+    return leaves
+
+
+def reference_scores(trees, X, arity, threshold, n_labels):
+    """Dense (n_samples, n_labels) averaged scores and leaf counts."""
+    dense = X.toarray()
+    scores = np.zeros((X.shape[0], n_labels))
+    counts = np.zeros((X.shape[0], len(trees)), dtype=np.int32)
+    for i, x in enumerate(dense):
+        for t, tree in enumerate(trees):
+            leaves = reference_leaves(tree, x, arity, threshold)
+            counts[i, t] = len(leaves)
+            for leaf in leaves:
+                span = slice(tree["leaf_indptr"][leaf], tree["leaf_indptr"][leaf + 1])
+                scores[i, tree["leaf_labels"][span]] += (
+                    tree["leaf_values"][span] / len(leaves) / len(trees)
+                )
+    return scores, counts
+
+
+def reference_top_k(scores, k):
+    """Top k of each row by float32 score, ties by label id, padded with -1/0."""
+    labels = np.full((scores.shape[0], k), -1, dtype=np.int32)
+    values = np.zeros((scores.shape[0], k), dtype=np.float32)
+    for i, row in enumerate(scores.astype(np.float32)):
+        candidates = np.flatnonzero(row > 0)
+        order = candidates[np.lexsort((candidates, -row[candidates]))][:k]
+        labels[i, :order.size] = order
+        values[i, :order.size] = row[order]
+    return labels, values
+
+
+def make_forest(rng, *, n_trees=3, arity=2, n_features=20, n_labels=30, routing="margin",
+                **tree_options):
+    trees = [random_flat_tree(rng, arity=arity, n_features=n_features, n_labels=n_labels,
+                              **tree_options) for _ in range(n_trees)]
+    forest = Forest(trees, arity=arity, n_features=n_features, n_labels=n_labels,
+                    routing=routing)
+    return forest, trees
+
+
+# ----------------------------------------------------------------------
+# Prediction against the reference
+# ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arity", [2, 3, 4])
+@pytest.mark.parametrize("routing", ["margin", "sigmoid"])
+def test_prediction_matches_reference(rng, arity, routing):
+    forest, trees = make_forest(rng, n_trees=4, arity=arity, routing=routing)
+    # More rows than one descent block, so block boundaries are crossed.
+    X = random_features(rng, 150, 20)
+    expected, expected_counts = reference_scores(
+        trees, X, arity, routing_threshold(routing), 30
+    )
+    counts = forest.leaves_reached(X)
+    np.testing.assert_array_equal(counts, expected_counts)
+    assert counts.min() >= 1
+
+    scores = forest.predict_scores(X)
+    assert scores.dtype == np.float32 and scores.has_canonical_format
+    np.testing.assert_allclose(scores.toarray(), expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(scores.toarray() > 0, expected > 0)
+
+    for k in (1, 5, 40):
+        labels, values = forest.predict_top_k(X, k)
+        expected_labels, expected_values = reference_top_k(expected, k)
+        np.testing.assert_array_equal(labels, expected_labels)
+        np.testing.assert_allclose(values, expected_values, rtol=1e-6)
+
+
+def test_random_trees_exercise_multiway_routing_and_fallback(rng):
+    # Guard on the generator: the reference comparison above is only
+    # meaningful if examples reach several leaves, and sometimes none of a
+    # node's regressors passes the threshold.
+    forest, trees = make_forest(rng, n_trees=4, arity=3)
+    X = random_features(rng, 60, 20)
+    assert forest.leaves_reached(X).max() > 1
+    dense = X.toarray()
+    fallback = 0
+    for tree in trees:
+        for x in dense:
+            z = tree["bias"][0] + [
+                sum(float(x[j]) * float(w) for j, w in zip(
+                    tree["weight_indices"][tree["weight_indptr"][m]:tree["weight_indptr"][m + 1]],
+                    tree["weight_values"][tree["weight_indptr"][m]:tree["weight_indptr"][m + 1]]))
+                for m in range(3)
+            ]
+            fallback += tree["first_child"][0] >= 0 and np.all(z < 0.5)
+    assert fallback > 0
+
+
+def test_forest_uses_dense_and_sparse_nodes(rng):
+    forest, trees = make_forest(rng, n_trees=4, arity=2)
+    internal = forest.first_child >= 0
+    assert np.any(forest.dense_offset[internal] >= 0)
+    assert np.any(forest.dense_offset[internal] < 0)
+    # A dense block holds exactly the sparse weights, feature-major.
+    node = int(np.flatnonzero(forest.dense_offset >= 0)[0])
+    block = forest.dense_weights[forest.dense_offset[node]:][:2 * 20].reshape(20, 2)
+    np.testing.assert_array_equal(np.sort(forest.feature_slot), np.arange(20))
+    block = block[forest.feature_slot]  # back to feature order
+    for m in range(2):
+        start, stop = forest.weight_indptr[2 * node + m], forest.weight_indptr[2 * node + m + 1]
+        expected = np.zeros(20, dtype=np.float32)
+        expected[forest.weight_indices[start:stop]] = forest.weight_values[start:stop]
+        np.testing.assert_array_equal(block[:, m], expected)
+
+
+def test_examples_reaching_every_leaf(rng):
+    # Huge biases send every example to every child: the whole tree is
+    # visited, which also grows the per-thread buffer of reached leaves.
+    trees = [random_flat_tree(rng, arity=3, n_features=20, n_labels=30, max_nodes=40, expand=1.0)
+             for _ in range(2)]
+    for tree in trees:
+        tree["bias"][tree["first_child"] >= 0] = 1e6
+    forest = Forest(trees, arity=3, n_features=20, n_labels=30, routing="margin")
+    X = random_features(rng, 300, 20)
+    n_leaves = [np.sum(tree["first_child"] < 0) for tree in trees]
+    assert min(n_leaves) > 4
+    np.testing.assert_array_equal(forest.leaves_reached(X), np.tile(n_leaves, (300, 1)))
+    expected = np.zeros(30)
+    for tree, count in zip(trees, n_leaves):
+        np.add.at(expected, tree["leaf_labels"], tree["leaf_values"] / count / len(trees))
+    np.testing.assert_allclose(forest.predict_scores(X).toarray(),
+                               np.tile(expected, (300, 1)), rtol=1e-6, atol=1e-7)
+
+
+def test_scores_sum_to_one_per_row(rng):
+    forest, _ = make_forest(rng, n_trees=5, arity=3)
+    X = random_features(rng, 50, 20)
+    sums = np.asarray(forest.predict_scores(X).sum(axis=1)).ravel()
+    np.testing.assert_allclose(sums, 1.0, rtol=1e-5)
+
+
+def test_thread_count_does_not_change_results(rng):
+    forest, _ = make_forest(rng, n_trees=6, arity=2, max_nodes=60)
+    X = random_features(rng, 500, 20)
+    one = forest.predict_top_k(X, 7, n_threads=1)
+    two = forest.predict_top_k(X, 7, n_threads=2)
+    np.testing.assert_array_equal(one[0], two[0])
+    np.testing.assert_array_equal(one[1], two[1])
+    a, b = forest.predict_scores(X, n_threads=1), forest.predict_scores(X, n_threads=2)
+    np.testing.assert_array_equal(a.indptr, b.indptr)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    np.testing.assert_array_equal(a.data, b.data)
+    np.testing.assert_array_equal(forest.leaves_reached(X, 1), forest.leaves_reached(X, 2))
+
+
+# ----------------------------------------------------------------------
+# Top-k ordering, ties, padding
+# ----------------------------------------------------------------------
+
+
+def single_leaf_tree(labels, values, arity=2):
+    """A tree that is only a root leaf with the given histogram."""
+    labels = np.asarray(labels, dtype=np.int32)
+    return {
+        "first_child": np.array([-1], dtype=np.int32),
+        "parent": np.array([-1], dtype=np.int32),
+        "depth": np.array([0], dtype=np.int32),
+        "n_samples": np.array([1], dtype=np.int64),
+        "weight_indptr": np.zeros(arity + 1, dtype=np.int64),
+        "weight_indices": np.zeros(0, dtype=np.int32),
+        "weight_values": np.zeros(0, dtype=np.float32),
+        "bias": np.zeros((1, arity), dtype=np.float32),
+        "leaf_indptr": np.array([0, labels.size], dtype=np.int64),
+        "leaf_labels": labels,
+        "leaf_values": np.asarray(values, dtype=np.float32),
+        "trace_indptr": np.zeros(2, dtype=np.int64),
+        "trace_values": np.zeros(0, dtype=np.float32),
+    }
+
+
+def test_ties_are_broken_by_label_id_and_short_rows_padded():
+    tree = single_leaf_tree([1, 3, 5, 7, 9], [0.25, 0.125, 0.25, 0.125, 0.25])
+    forest = Forest([tree], arity=2, n_features=4, n_labels=10, routing="margin")
+    X = sp.csr_matrix(np.ones((2, 4), dtype=np.float32))
+    labels, scores = forest.predict_top_k(X, 7)
+    np.testing.assert_array_equal(labels[0], [1, 5, 9, 3, 7, -1, -1])
+    np.testing.assert_array_equal(scores[0], [0.25, 0.25, 0.25, 0.125, 0.125, 0, 0])
+    labels, scores = forest.predict_top_k(X, 2)
+    np.testing.assert_array_equal(labels, [[1, 5], [1, 5]])
+    # k larger than the number of labels: padded, no overflow.
+    labels, scores = forest.predict_top_k(X, 25)
+    assert labels.shape == (2, 25) and np.all(labels[:, 5:] == -1)
+    assert np.all(scores[:, 5:] == 0)
+
+
+def test_averaging_over_trees_with_disjoint_leaves():
+    trees = [single_leaf_tree([0, 2], [0.5, 0.5]), single_leaf_tree([2, 4], [0.75, 0.25])]
+    forest = Forest(trees, arity=2, n_features=3, n_labels=5, routing="sigmoid")
+    X = sp.csr_matrix((1, 3), dtype=np.float32)
+    labels, scores = forest.predict_top_k(X, 3)
+    np.testing.assert_array_equal(labels, [[2, 0, 4]])
+    np.testing.assert_allclose(scores, [[0.625, 0.25, 0.125]])
+
+
+def test_k_must_be_positive(rng):
+    forest, _ = make_forest(rng)
+    with pytest.raises(ValueError, match="k must be"):
+        forest.predict_top_k(random_features(rng, 2, 20), 0)
+
+
+# ----------------------------------------------------------------------
+# Inputs
+# ----------------------------------------------------------------------
+
+
+def test_narrower_input_is_widened_and_wider_refused(rng):
+    forest, _ = make_forest(rng)
+    X = random_features(rng, 20, 20)
+    X.data[X.indices >= 15] = 0  # the columns the narrow copy lacks
+    X.eliminate_zeros()
+    narrow = sp.csr_matrix(X.toarray()[:, :15])
+    np.testing.assert_array_equal(forest.predict_top_k(narrow, 5)[0],
+                                  forest.predict_top_k(X, 5)[0])
+    with pytest.raises(DataFormatError, match="21 features"):
+        forest.predict_top_k(sp.csr_matrix((3, 21), dtype=np.float32), 5)
+
+
+def test_explicit_zeros_dense_input_and_empty_batches(rng):
+    forest, _ = make_forest(rng)
+    X = random_features(rng, 30, 20)
+    with_zeros = X.copy()
+    with_zeros.data[::3] = 0.0  # stored zeros must act as absent features
+    cleaned = with_zeros.copy()
+    cleaned.eliminate_zeros()
+    np.testing.assert_array_equal(forest.predict_scores(with_zeros).toarray(),
+                                  forest.predict_scores(cleaned).toarray())
+    np.testing.assert_array_equal(forest.predict_top_k(X.toarray(), 3)[0],
+                                  forest.predict_top_k(X, 3)[0])
+    empty = sp.csr_matrix((0, 20), dtype=np.float32)
+    labels, scores = forest.predict_top_k(empty, 4)
+    assert labels.shape == (0, 4) and scores.shape == (0, 4)
+    assert forest.predict_scores(empty).shape == (0, 30)
+    assert forest.leaves_reached(empty).shape == (0, 3)
+
+
+def test_nan_input_is_refused(rng):
+    forest, _ = make_forest(rng)
+    X = np.zeros((2, 20), dtype=np.float32)
+    X[1, 3] = np.nan
+    with pytest.raises(DataFormatError, match="NaN"):
+        forest.predict_scores(X)
+
+
+# ----------------------------------------------------------------------
+# Tree validation: everything the kernels rely on
+# ----------------------------------------------------------------------
+
+
+def _first_internal(tree):
+    return int(np.flatnonzero(tree["first_child"] >= 0)[0])
+
+
+def _set(name, index, value):
+    def mutate(tree):
+        tree[name] = tree[name].copy()
+        tree[name][index] = value
+    return mutate
+
+
+def _child_out_of_range(tree):
+    tree["first_child"][_first_internal(tree)] = tree["first_child"].size - 1
+
+
+def _child_not_above_parent(tree):
+    tree["first_child"][_first_internal(tree)] = 0
+
+
+def _shared_children(tree):
+    internal = np.flatnonzero(tree["first_child"] >= 0)
+    tree["first_child"][internal[0]] = tree["first_child"][internal[1]]
+
+
+def _weight_index_too_large(tree):
+    row = np.flatnonzero(np.diff(tree["weight_indptr"]))[0]
+    tree["weight_indices"][tree["weight_indptr"][row + 1] - 1] = 20
+
+
+def _weight_indices_unsorted(tree):
+    row = np.flatnonzero(np.diff(tree["weight_indptr"]) >= 2)[0]
+    start = tree["weight_indptr"][row]
+    tree["weight_indices"][start:start + 2] = tree["weight_indices"][start:start + 2][::-1]
+
+
+def _indptr_decreasing(tree):
+    tree["weight_indptr"][2] = tree["weight_indptr"][3] + 1
+
+
+def _indptr_end_mismatch(tree):
+    tree["leaf_indptr"][-1] += 1
+
+
+def _label_too_large(tree):
+    tree["leaf_labels"][-1] = 30
+
+
+def _empty_leaf(tree):
+    leaf = int(np.flatnonzero(tree["first_child"] < 0)[0])
+    start, stop = tree["leaf_indptr"][leaf], tree["leaf_indptr"][leaf + 1]
+    tree["leaf_labels"] = np.delete(tree["leaf_labels"], np.arange(start, stop))
+    tree["leaf_values"] = np.delete(tree["leaf_values"], np.arange(start, stop))
+    tree["leaf_indptr"][leaf + 1:] -= stop - start
+
+
+def _histogram_not_normalised(tree):
+    tree["leaf_values"][0] += 0.5
+
+
+def _wrong_dtype(tree):
+    tree["weight_indices"] = tree["weight_indices"].astype(np.int64)
+
+
+def _missing_array(tree):
+    del tree["leaf_values"]
+
+
+def _bias_wrong_shape(tree):
+    tree["bias"] = tree["bias"].ravel()
+
+
+def _wrong_depth(tree):
+    tree["depth"][-1] += 1
+
+
+def _weights_on_leaf(tree):
+    leaf = int(np.flatnonzero(tree["first_child"] < 0)[0])
+    row = leaf * 2
+    tree["weight_indices"] = np.insert(tree["weight_indices"], tree["weight_indptr"][row], 0)
+    tree["weight_values"] = np.insert(tree["weight_values"], tree["weight_indptr"][row], 1.0)
+    tree["weight_indptr"][row + 1:] += 1
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (_child_out_of_range, "child id"),
+    (_child_not_above_parent, "child id"),
+    (_shared_children, "disagree"),
+    (_weight_index_too_large, "out of range"),
+    (_weight_indices_unsorted, "unsorted"),
+    (_indptr_decreasing, "weight indices: indptr"),
+    (_indptr_end_mismatch, "leaf labels: indptr"),
+    (_label_too_large, "out of range"),
+    (_empty_leaf, "empty label histogram"),
+    (_histogram_not_normalised, "sum to 1"),
+    (_set("weight_values", 0, np.inf), "NaN or infinite"),
+    (_set("bias", (0, 0), np.nan), "NaN or infinite"),
+    (_set("leaf_values", 0, -0.1), "negative|sum to 1"),
+    (_set("parent", 0, 0), "root"),
+    (_wrong_dtype, "dtype"),
+    (_missing_array, "missing"),
+    (_bias_wrong_shape, "dimensions"),
+    (_wrong_depth, "depth"),
+    (_weights_on_leaf, "weights on a leaf"),
+])
+def test_malformed_trees_are_refused(rng, mutate, message):
+    tree = random_flat_tree(rng, arity=2, n_features=20, n_labels=30, expand=1.0, max_nodes=15)
+    check_tree(tree, 2, 20, 30)  # the unmodified tree is valid
+    tree = {name: array.copy() for name, array in tree.items()}
+    mutate(tree)
+    with pytest.raises(ModelFormatError, match=message):
+        Forest([tree], arity=2, n_features=20, n_labels=30, routing="margin")
+
+
+def test_forest_arguments_are_checked(rng):
+    tree = random_flat_tree(rng, arity=2, n_features=20, n_labels=30)
+    with pytest.raises(ModelFormatError, match="at least one tree"):
+        Forest([], arity=2, n_features=20, n_labels=30, routing="margin")
+    with pytest.raises(ModelFormatError, match="shape"):
+        Forest([tree], arity=3, n_features=20, n_labels=30, routing="margin")
+    with pytest.raises(ValueError, match="routing"):
+        Forest([tree], arity=2, n_features=20, n_labels=30, routing="hinge")
+
+
+def test_forest_layout_concatenates_trees(rng):
+    forest, trees = make_forest(rng, n_trees=3)
+    sizes = [tree["first_child"].size for tree in trees]
+    np.testing.assert_array_equal(forest.tree_offset, np.cumsum([0] + sizes))
+    assert forest.n_trees == 3
+    assert set(TREE_ARRAYS) == set(trees[0])
+    second = forest.first_child[sizes[0]:sizes[0] + sizes[1]]
+    expected = np.where(trees[1]["first_child"] >= 0, trees[1]["first_child"] + sizes[0], -1)
+    np.testing.assert_array_equal(second, expected)

@@ -1,0 +1,5 @@
+"""Allow ``python -m xmltree``."""
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,156 @@
+"""What every xmltree estimator shares: parameters, their checks, and model files.
+
+Estimators follow scikit-learn's conventions without depending on it:
+``__init__`` only stores its arguments, :meth:`get_params` / :meth:`set_params`
+read and write them, and hyper-parameters are checked when training starts,
+with a ``ValueError`` naming the parameter, its value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import joblib
+
+from ._persistence import load_model, save_model
+
+__all__ = [
+    "Estimator", "is_int", "check_int", "check_real", "check_choice", "check_seed", "n_threads",
+]
+
+
+class Estimator:
+    """Base class: parameter access, ``repr``, and safe ``save`` / ``load``.
+
+    Subclasses set ``_KIND`` (the model kind written in model files) and
+    implement ``_get_state() -> (params, arrays)`` and the class method
+    ``_from_state(params, arrays)``, which must validate everything it reads.
+    """
+
+    _KIND: str
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        code = cls.__init__.__code__
+        return list(code.co_varnames[1:code.co_argcount + code.co_kwonlyargcount])
+
+    def get_params(self, deep: bool = True) -> dict:
+        """Return the constructor parameters.
+
+        Parameters
+        ----------
+        deep : bool, default=True
+            Accepted for scikit-learn compatibility (there are no nested
+            estimators).
+
+        Returns
+        -------
+        dict
+        """
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params):
+        """Set constructor parameters; they are checked when training starts.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            On a name that is not a constructor parameter.
+        """
+        valid = self._param_names()
+        for name, value in params.items():
+            if name not in valid:
+                raise ValueError(
+                    f"invalid parameter {name!r} for {type(self).__name__}; valid: {valid}"
+                )
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        defaults = type(self)().get_params()
+        changed = [
+            f"{name}={value!r}" for name, value in self.get_params().items()
+            if value is not defaults[name] and value != defaults[name]
+        ]
+        return f"{type(self).__name__}({', '.join(changed)})"
+
+    def save(self, path) -> None:
+        """Write the fitted model to ``path``.
+
+        The file is a versioned ``.npz`` archive of numeric arrays plus JSON
+        metadata, written atomically; loading it never unpickles anything.
+
+        Raises
+        ------
+        NotFittedError
+            Before the model is fitted.
+        """
+        params, arrays = self._get_state()
+        save_model(path, self._KIND, params, arrays)
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by :meth:`save`.
+
+        Raises
+        ------
+        ModelFormatError
+            If the file is not a valid model of this kind and of a supported
+            format version, or any stored array is inconsistent.
+        """
+        _, params, arrays = load_model(path, kind=cls._KIND)
+        return cls._from_state(params, arrays)
+
+
+def is_int(value) -> bool:
+    """True for Python and NumPy integers, False for bools and everything else."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_int(name: str, value, low: int, high: int | None = None) -> None:
+    """Raise ``ValueError`` unless ``value`` is an integer in ``[low, high]``."""
+    if not is_int(value) or value < low or (high is not None and value > high):
+        allowed = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
+
+
+def check_real(name: str, value, low: float, *, strict: bool) -> None:
+    """Raise ``ValueError`` unless ``value`` is a finite number above ``low``.
+
+    ``strict`` chooses ``value > low`` over ``value >= low``.
+    """
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    ok = ok and math.isfinite(value) and (value > low if strict else value >= low)
+    if not ok:
+        relation = ">" if strict else ">="
+        raise ValueError(f"{name} must be a finite number {relation} {low}, got {value!r}")
+
+
+def check_choice(name: str, value, choices) -> None:
+    """Raise ``ValueError`` unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+
+
+def check_seed(value) -> None:
+    """Raise ``ValueError`` unless ``value`` is None or a non-negative integer."""
+    if value is not None:
+        check_int("random_state", value, 0)
+
+
+def n_threads(n_jobs) -> int:
+    """Resolve joblib's ``n_jobs`` convention (None: 1, -1: all cores) to a count.
+
+    Raises
+    ------
+    ValueError
+        If ``n_jobs`` is 0 or not an integer.
+    """
+    if n_jobs is not None and (not is_int(n_jobs) or n_jobs == 0):
+        raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
+    return max(1, joblib.effective_n_jobs(n_jobs))

@@ -1,0 +1,97 @@
+# A forest of LdSM trees stored as one struct-of-arrays, and the kernels that
+# predict with it.
+#
+# Every tree of the ensemble is concatenated into the same arrays; node ids
+# are global (tree t owns nodes tree_offset[t] .. tree_offset[t + 1] - 1, and
+# its root is tree_offset[t]). Invariants, checked in Python before any
+# kernel runs (see `check_tree`): inside each tree a child id is larger than
+# its parent's id, an internal node has exactly `arity` consecutive children
+# and `arity` regressors, a leaf has a non-empty label histogram, every weight
+# index is < n_features and every label is < n_labels.
+
+from libc.stdint cimport uint8_t
+
+from ._types cimport float32_t, float64_t, index_t, offset_t
+
+
+cdef enum:
+    # Examples descended together, tree by tree, so that a tree's upper
+    # nodes are read from cache for the whole block rather than refetched
+    # for each example.
+    BLOCK_SIZE = 128
+
+
+cdef struct ForestArrays:
+    # Raw views of a Forest's arrays, filled with the GIL held so that the
+    # prediction kernels can run without it.
+    index_t n_trees              # number of trees
+    index_t arity                # children per internal node (M)
+    index_t n_features           # width of the feature space (D)
+    index_t n_labels             # number of labels (K)
+    index_t max_tree_nodes       # nodes of the largest tree: bounds the descent stack
+    float64_t threshold          # routing threshold on the raw score z
+    const offset_t* tree_offset  # (n_trees + 1,) first global node id of each tree
+    const index_t* first_child   # (n_nodes,) global id of child 0, -1 for a leaf
+    const offset_t* weight_indptr    # (n_nodes * arity + 1,) CSR rows = regressors
+    const index_t* weight_indices    # sorted feature ids within each regressor
+    const float32_t* weight_values   # regressor weights
+    const float32_t* bias            # (n_nodes * arity,) regressor biases
+    const offset_t* dense_offset     # (n_nodes,) start of the node's dense block in
+                                     # dense_weights, -1 if its regressors are only sparse
+    const float32_t* dense_weights   # dense blocks, n_features * arity each: weight of
+                                     # child m for feature j at feature_slot[j] * arity + m
+    const index_t* feature_slot      # (n_features,) position of each feature in a dense
+                                     # block: most used features first, sharing cache lines
+    const offset_t* leaf_indptr      # (n_nodes + 1,) CSR rows = leaf histograms
+    const index_t* leaf_labels       # sorted label ids within each leaf
+    const float32_t* leaf_values     # normalised histogram values (sum to 1 per leaf)
+
+
+cdef struct Scratch:
+    # Per-thread working memory for one example at a time. Dense buffers are
+    # reset through the example's feature list and the touched-label list, so
+    # resetting costs what the example used, not D or K.
+    float32_t* x_dense           # (n_features,) the example, scattered
+    float64_t* label_score       # (n_labels,) accumulated ensemble scores
+    uint8_t* label_seen          # (n_labels,) 1 if the label is in `touched`
+    index_t* touched             # (n_labels + 1,) labels with a score, first-seen order
+                                 # (one spare slot for the branch-free append)
+    index_t n_touched            # length of `touched`
+    index_t* stack               # (max_tree_nodes,) descent stack of node ids
+    index_t* leaves              # (max_tree_nodes,) leaves reached in the current tree
+    index_t* block_leaves        # leaves reached by a block of examples, all trees
+    offset_t block_capacity      # allocated length of block_leaves (grows on demand)
+    offset_t* block_first_leaf   # (n_trees * BLOCK_SIZE,) start in block_leaves of
+                                 # (tree, example of the block), tree-major
+    index_t* block_n_leaves      # (n_trees * BLOCK_SIZE,) number of those leaves
+    bint failed                  # block_leaves could not grow; results are invalid
+    float64_t* node_scores       # (arity,) regressor scores at the current node
+    uint8_t* goes                # (arity,) children chosen by the routing rule
+    index_t* heap_labels         # (n_labels,) top-k selection heap
+    float32_t* heap_scores       # (n_labels,) scores of heap_labels
+
+
+cdef class Forest:
+    # Python-level owner of the concatenated arrays (kept alive while kernels
+    # hold raw pointers into them).
+    cdef readonly object tree_offset     # int64 (n_trees + 1,)
+    cdef readonly object first_child     # int32 (n_nodes,), global ids, -1 for leaves
+    cdef readonly object weight_indptr   # int64 (n_nodes * arity + 1,)
+    cdef readonly object weight_indices  # int32 (n_weights,)
+    cdef readonly object weight_values   # float32 (n_weights,)
+    cdef readonly object bias            # float32 (n_nodes * arity,)
+    cdef readonly object dense_offset    # int64 (n_nodes,), -1: sparse only
+    cdef readonly object dense_weights   # float32, n_features * arity per dense node
+    cdef readonly object feature_slot    # int32 (n_features,), a permutation
+    cdef readonly object leaf_indptr     # int64 (n_nodes + 1,)
+    cdef readonly object leaf_labels     # int32 (n_leaf_entries,)
+    cdef readonly object leaf_values     # float32 (n_leaf_entries,)
+    cdef readonly index_t arity          # children per internal node
+    cdef readonly index_t n_features     # feature-space width the trees were trained on
+    cdef readonly index_t n_labels       # label-space size
+    cdef readonly float64_t threshold    # routing threshold on the raw score
+    cdef ForestArrays arrays             # raw views for the kernels
+
+    cdef void _concatenate(self, list trees) except *
+    cdef void _make_dense_nodes(self) except *
+    cdef void _fill_arrays(self)

@@ -1,0 +1,317 @@
+"""The ``xmltree`` command line.
+
+Subcommands
+-----------
+demo       train and evaluate LdSM on a built-in synthetic problem (or on files)
+train      fit a model on a data file and save it
+predict    write the top-k labels of every row of a data file
+evaluate   score a prediction file against true labels
+datasets   list the dataset registry, or summarise a data file
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__
+
+logger = logging.getLogger(__name__)
+
+#: Readers selectable with ``--format``; all return ``(X, Y)``.
+FORMATS = ("xc", "libsvm")
+
+DEMO_SHAPE = {"n_samples": 12000, "n_features": 2000, "n_labels": 500, "avg_labels": 3.0}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the process exit code."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+                        format="%(message)s")
+    if not hasattr(args, "handler"):
+        parser.print_help()
+        return 2
+    from .exceptions import DataFormatError, ModelFormatError
+
+    try:
+        return args.handler(args) or 0
+    except (DataFormatError, ModelFormatError, FileNotFoundError, ValueError) as exc:
+        print(f"xmltree {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="xmltree",
+        description="Logarithmic-depth trees for extreme multi-label classification.",
+    )
+    parser.add_argument("--version", action="version", version=f"xmltree {__version__}")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress or log output")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    demo = commands.add_parser(
+        "demo", help="train and evaluate LdSM on a built-in synthetic problem",
+        description="Train an LdSM ensemble and report P@k, nDCG@k and PSP@k. Without "
+        "--data, uses a synthetic problem of "
+        + ", ".join(f"{k}={v}" for k, v in DEMO_SHAPE.items()) + " (80/20 split).",
+    )
+    demo.add_argument("--data", type=Path, help="training file instead of synthetic data")
+    demo.add_argument("--test", type=Path, help="test file (required with --data)")
+    _add_format_option(demo)
+    _add_model_options(demo)
+    demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    demo.set_defaults(handler=_run_demo)
+
+    train = commands.add_parser("train", help="fit a model on a data file and save it")
+    train.add_argument("data", type=Path, help="training data file")
+    train.add_argument("--model", type=Path, required=True, help="where to save the model")
+    train.add_argument("--test", type=Path, help="also evaluate on this file")
+    _add_format_option(train)
+    _add_model_options(train)
+    train.add_argument("--seed", type=int, default=None, help="random seed")
+    train.set_defaults(handler=_run_train)
+
+    predict = commands.add_parser("predict", help="predict the top-k labels of a data file")
+    predict.add_argument("data", type=Path, help="data file (its labels are ignored)")
+    predict.add_argument("--model", type=Path, required=True, help="a saved model")
+    predict.add_argument("--output", type=Path, required=True,
+                         help="prediction file: header 'N L', then 'label:score ...' per row")
+    predict.add_argument("-k", type=int, default=5, help="labels per row (default 5)")
+    predict.add_argument("--n-jobs", type=int, default=None, help="threads (default: all)")
+    _add_format_option(predict)
+    predict.set_defaults(handler=_run_predict)
+
+    evaluate = commands.add_parser("evaluate", help="score predictions against true labels")
+    evaluate.add_argument("--labels", type=Path, required=True,
+                          help="data file holding the true labels")
+    evaluate.add_argument("--predictions", type=Path, required=True,
+                          help="prediction file written by 'xmltree predict'")
+    evaluate.add_argument("--train", type=Path,
+                          help="training file, for the label propensities of PSP@k")
+    evaluate.add_argument("--propensity", choices=("default", "amazon", "wikipedia"),
+                          default="default", help="Jain et al. (A, B) preset")
+    evaluate.add_argument("-k", type=int, nargs="+", default=[1, 3, 5], help="cut-offs")
+    evaluate.add_argument("--json", action="store_true", help="print JSON")
+    _add_format_option(evaluate)
+    evaluate.set_defaults(handler=_run_evaluate)
+
+    datasets = commands.add_parser("datasets", help="dataset registry and file statistics")
+    datasets_commands = datasets.add_subparsers(dest="datasets_command", metavar="ACTION",
+                                                required=True)
+    datasets_commands.add_parser("list", help="list the known datasets").set_defaults(
+        handler=_run_datasets_list)
+    info = datasets_commands.add_parser("info", help="statistics of a data file")
+    info.add_argument("path", type=Path)
+    _add_format_option(info)
+    info.set_defaults(handler=_run_datasets_info)
+    return parser
+
+
+def _add_format_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=FORMATS, default="xc",
+                        help="data file format: Extreme Classification Repository single "
+                        "file (xc, default) or libsvm/svmlight multi-label")
+
+
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    from .ldsm import LdSM
+
+    defaults = LdSM().get_params()
+    group = parser.add_argument_group("LdSM hyper-parameters")
+    for name, kind, text in (
+        ("n_trees", int, "trees in the ensemble"),
+        ("arity", int, "children per node (M)"),
+        ("max_nodes", int, "node budget per tree"),
+        ("epochs", int, "passes over the examples of each node"),
+        ("lambda1", float, "weight of the class-integrity term"),
+        ("lambda2", float, "weight of the multi-way penalty"),
+        ("learning_rate", float, "step size"),
+    ):
+        group.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind,
+                           default=defaults[name], help=f"{text} (default {defaults[name]})")
+    group.add_argument("--optimizer", choices=("nag", "sgd"), default=defaults["optimizer"],
+                       help=f"regressor update (default {defaults['optimizer']})")
+    group.add_argument("--n-jobs", type=int, default=None, help="threads (default: all)")
+
+
+# --------------------------------------------------------------------------- handlers
+
+
+def _read(path: Path, fmt: str, **shape):
+    from . import datasets
+
+    reader = {"xc": datasets.read_xc, "libsvm": datasets.read_libsvm}[fmt]
+    return reader(path, **shape)
+
+
+def _model_from_args(args):
+    from .ldsm import LdSM
+
+    return LdSM(
+        n_trees=args.n_trees, arity=args.arity, max_nodes=args.max_nodes, epochs=args.epochs,
+        lambda1=args.lambda1, lambda2=args.lambda2, learning_rate=args.learning_rate,
+        optimizer=args.optimizer, random_state=args.seed, n_jobs=args.n_jobs,
+        verbose=not args.quiet,
+    )
+
+
+def _run_demo(args) -> int:
+    from .datasets import make_synthetic
+
+    if args.data is not None:
+        if args.test is None:
+            raise ValueError("--data needs --test")
+        X_train, Y_train = _read(args.data, args.format)
+        X_test, Y_test = _read(args.test, args.format, n_features=X_train.shape[1],
+                               n_labels=Y_train.shape[1])
+        source = f"{args.data} / {args.test}"
+    else:
+        X, Y = make_synthetic(**DEMO_SHAPE, random_state=args.seed)
+        n_train = int(0.8 * X.shape[0])
+        X_train, Y_train, X_test, Y_test = X[:n_train], Y[:n_train], X[n_train:], Y[n_train:]
+        source = "synthetic (" + ", ".join(f"{k}={v}" for k, v in DEMO_SHAPE.items()) + ")"
+    print(f"data: {source}")
+    _print_summary("train", X_train, Y_train)
+    _print_summary("test", X_test, Y_test)
+    model = _model_from_args(args)
+    results = _fit_and_evaluate(model, X_train, Y_train, X_test, Y_test)
+    baseline = _frequency_baseline(Y_train, X_test.shape[0])
+    _print_metrics({"LdSM": results, "most frequent labels": _evaluate(Y_test, baseline, Y_train)})
+    return 0
+
+
+def _run_train(args) -> int:
+    X_train, Y_train = _read(args.data, args.format)
+    _print_summary("train", X_train, Y_train)
+    model = _model_from_args(args)
+    if args.test is not None:
+        X_test, Y_test = _read(args.test, args.format, n_features=X_train.shape[1],
+                               n_labels=Y_train.shape[1])
+        _print_metrics({"LdSM": _fit_and_evaluate(model, X_train, Y_train, X_test, Y_test)})
+    else:
+        start = time.perf_counter()
+        model.fit(X_train, Y_train)
+        logger.info("trained in %.1f s", time.perf_counter() - start)
+    model.save(args.model)
+    logger.info("model saved to %s", args.model)
+    return 0
+
+
+def _run_predict(args) -> int:
+    from .datasets import write_predictions
+    from .ldsm import LdSM
+
+    model = LdSM.load(args.model)
+    model.n_jobs = args.n_jobs
+    X, _ = _read(args.data, args.format, n_features=model.n_features_)
+    labels, scores = model.predict(X, k=args.k)
+    write_predictions(args.output, labels, scores, n_labels=model.n_labels_)
+    logger.info("wrote top-%d predictions of %d rows to %s", args.k, X.shape[0], args.output)
+    return 0
+
+
+def _run_evaluate(args) -> int:
+    from .datasets import read_predictions
+
+    _, Y_true = _read(args.labels, args.format)
+    scores = read_predictions(args.predictions, n_labels=Y_true.shape[1])
+    if scores.shape[0] != Y_true.shape[0]:
+        raise ValueError(f"{args.predictions} has {scores.shape[0]} rows, "
+                         f"{args.labels} has {Y_true.shape[0]}")
+    Y_train = _read(args.train, args.format, n_labels=Y_true.shape[1])[1] if args.train else None
+    results = _evaluate(Y_true, scores, Y_train, ks=tuple(args.k), preset=args.propensity)
+    if args.json:
+        print(json.dumps(results, indent=2, sort_keys=True))
+    else:
+        _print_metrics({str(args.predictions): results})
+    return 0
+
+
+def _run_datasets_list(args) -> int:
+    from .datasets import DATASETS
+
+    print(f"{'name':<16}{'train':>9}{'test':>9}{'features':>10}{'labels':>9}  layout")
+    for info in DATASETS.values():
+        print(f"{info.name:<16}{info.n_train:>9}{info.n_test:>9}{info.n_features:>10}"
+              f"{info.n_labels:>9}  {info.layout}")
+    return 0
+
+
+def _run_datasets_info(args) -> int:
+    X, Y = _read(args.path, args.format)
+    _print_summary(str(args.path), X, Y)
+    return 0
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _fit_and_evaluate(model, X_train, Y_train, X_test, Y_test) -> dict:
+    """Fit ``model``, predict the test set, and return metrics with timings."""
+    start, cpu_start = time.perf_counter(), time.process_time()
+    model.fit(X_train, Y_train)
+    train_wall, train_cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    start = time.perf_counter()
+    scores = model.predict_scores(X_test)
+    predict_ms = 1000 * (time.perf_counter() - start) / max(X_test.shape[0], 1)
+    results = _evaluate(Y_test, scores, Y_train)
+    results.update({"train_s": train_wall, "train_cpu_s": train_cpu,
+                    "predict_ms_per_example": predict_ms, "max_depth": int(max(model.depth_))})
+    return results
+
+
+def _evaluate(Y_true, scores, Y_train=None, ks=(1, 3, 5), preset="default") -> dict:
+    from .metrics import PROPENSITY_PRESETS, evaluate, inverse_propensity
+
+    inv_propensity = None
+    if Y_train is not None:
+        a, b = PROPENSITY_PRESETS[preset]
+        inv_propensity = inverse_propensity(Y_train, A=a, B=b)
+    return evaluate(Y_true, scores, ks=ks, inv_propensity=inv_propensity)
+
+
+def _frequency_baseline(Y_train, n_rows: int) -> np.ndarray:
+    """Score every row with the training label frequencies (a trivial baseline)."""
+    frequencies = np.asarray(Y_train.sum(axis=0), dtype=np.float64).ravel()
+    return np.broadcast_to(frequencies, (n_rows, frequencies.size))
+
+
+def _print_summary(name: str, X, Y) -> None:
+    labels_per_row = np.diff(Y.indptr)
+    print(f"{name}: {X.shape[0]} rows, {X.shape[1]} features ({X.nnz / max(X.shape[0], 1):.1f} "
+          f"per row), {Y.shape[1]} labels ({labels_per_row.mean():.2f} per row, "
+          f"{int((np.asarray(Y.sum(axis=0)).ravel() > 0).sum())} used)")
+
+
+def _print_metrics(results_by_model: dict[str, dict]) -> None:
+    """Print one table: a row per metric, a column per model (metrics in %)."""
+    names = list(results_by_model)
+    width = max(12, *(len(name) + 2 for name in names))
+    keys = list(dict.fromkeys(key for results in results_by_model.values() for key in results))
+    print("\n" + f"{'':<24}" + "".join(f"{name:>{width}}" for name in names))
+    for key in keys:
+        cells = []
+        for results in results_by_model.values():
+            value = results.get(key)
+            if value is None:
+                cells.append(f"{'':>{width}}")
+            else:
+                shown = f"{100 * value:.2f}" if "@" in key else f"{value:.4g}"
+                cells.append(f"{shown:>{width}}")
+        label = f"{key} (%)" if "@" in key else key
+        print(f"{label:<24}" + "".join(cells))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
