@@ -23,11 +23,12 @@ import os
 import resource
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 import numpy as np
 
-from xmltree.datasets import read_xc, write_xc
+from xmltree.datasets import load_dataset, write_xc
 from xmltree.metrics import evaluate, inverse_propensity
 
 DEFAULT_DATA_HOME = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
@@ -36,15 +37,8 @@ METRIC_KEYS = [f"{m}@{k}" for m in ("P", "nDCG", "PSP") for k in (1, 3, 5)]
 
 
 def load_split(data_home: Path, name: str):
-    """Read ``name/train.txt`` and ``name/test.txt`` with a shared feature and label space."""
-    X_train, Y_train = read_xc(data_home / name / "train.txt")
-    X_test, Y_test = read_xc(data_home / name / "test.txt")
-    n_features = max(X_train.shape[1], X_test.shape[1])
-    n_labels = max(Y_train.shape[1], Y_test.shape[1])
-    X_train, Y_train = read_xc(data_home / name / "train.txt", n_features=n_features,
-                               n_labels=n_labels)
-    X_test, Y_test = read_xc(data_home / name / "test.txt", n_features=n_features,
-                             n_labels=n_labels)
+    """Train and test matrices of a registered dataset, in one feature and label space."""
+    (X_train, Y_train), (X_test, Y_test) = load_dataset(name, data_home, subset="both")
     return X_train, Y_train, X_test, Y_test
 
 
@@ -136,14 +130,20 @@ class _Timer:
 
 
 def _child(queue, runner, data, inv_propensity):
-    timer = _Timer()
-    labels, extra = runner(data, timer)
-    result = evaluate(data[3], labels, ks=(1, 3, 5), inv_propensity=inv_propensity)
-    result = {key: result[key] for key in METRIC_KEYS}
-    result.update(timer.seconds, **extra)
-    result["predict_ms_per_example"] = 1000 * result.pop("predict_s") / data[2].shape[0]
-    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    queue.put(result)
+    # Peers print progress bars on stderr (omikuji: thousands of lines); errors
+    # travel back through the queue instead.
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+    try:
+        timer = _Timer()
+        labels, extra = runner(data, timer)
+        result = evaluate(data[3], labels, ks=(1, 3, 5), inv_propensity=inv_propensity)
+        result = {key: result[key] for key in METRIC_KEYS}
+        result.update(timer.seconds, **extra)
+        result["predict_ms_per_example"] = 1000 * result.pop("predict_s") / data[2].shape[0]
+        result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        queue.put(result)
+    except BaseException:
+        queue.put(traceback.format_exc())
 
 
 def measure(runner, data, inv_propensity) -> dict:
@@ -154,6 +154,8 @@ def measure(runner, data, inv_propensity) -> dict:
     process.start()
     result = queue.get()
     process.join()
+    if isinstance(result, str):
+        raise RuntimeError(f"benchmark child failed:\n{result}")
     return result
 
 

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from xmltree.datasets import make_synthetic, read_xc
+from xmltree.datasets import load_dataset, make_synthetic
 from xmltree.lomtree import LOMTree, to_multiclass
 
 DEFAULT_DATA_HOME = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
@@ -61,14 +61,7 @@ def synthetic_split(n_classes: int, args):
 
 def most_frequent_label_split(data_home: Path, name: str):
     """A multiclass version of an XC dataset: each row's most frequent label."""
-    X_train, Y_train = read_xc(data_home / name / "train.txt")
-    X_test, Y_test = read_xc(data_home / name / "test.txt")
-    n_features = max(X_train.shape[1], X_test.shape[1])
-    n_labels = max(Y_train.shape[1], Y_test.shape[1])
-    X_train, Y_train = read_xc(data_home / name / "train.txt", n_features=n_features,
-                               n_labels=n_labels)
-    X_test, Y_test = read_xc(data_home / name / "test.txt", n_features=n_features,
-                             n_labels=n_labels)
+    (X_train, Y_train), (X_test, Y_test) = load_dataset(name, data_home, subset="both")
     frequency = np.asarray(Y_train.sum(axis=0)).ravel()
     y_train, train_rows = to_multiclass(Y_train, rule="most_frequent", label_counts=frequency)
     y_test, test_rows = to_multiclass(Y_test, rule="most_frequent", label_counts=frequency)

@@ -6,34 +6,40 @@ LdSM
     Ensemble of LdSM trees (Majzoubi & Choromanska, AISTATS 2020).
 LOMTree
     Online logarithmic-time multiclass tree (Choromanska & Langford, NIPS 2015).
+LearnedTree
+    Hierarchical softmax over a learned M-ary label tree with representation
+    learning (Jernite, Choromanska & Sontag, ICML 2017).
 load
     Load any model saved with ``.save(path)``.
-datasets, metrics
+datasets, metrics, text
     Extreme Classification Repository I/O, dataset registry, synthetic data,
-    and ranking metrics (P@k, nDCG@k, PSP@k, PSnDCG@k).
+    ranking metrics (P@k, nDCG@k, PSP@k, PSnDCG@k), and text features.
 """
 
 __version__ = "0.1.0"
 
-from . import datasets, metrics  # noqa: E402
+from . import datasets, metrics, text  # noqa: E402
 from ._persistence import load_model  # noqa: E402
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError  # noqa: E402
 from .ldsm import LdSM  # noqa: E402
+from .learned_tree import LearnedTree  # noqa: E402
 from .lomtree import LOMTree  # noqa: E402
 
 __all__ = [
     "__version__",
     "LdSM",
     "LOMTree",
+    "LearnedTree",
     "load",
     "datasets",
     "metrics",
+    "text",
     "DataFormatError",
     "ModelFormatError",
     "NotFittedError",
 ]
 
-_ESTIMATORS = {cls._KIND: cls for cls in (LdSM, LOMTree)}
+_ESTIMATORS = {cls._KIND: cls for cls in (LdSM, LOMTree, LearnedTree)}
 
 
 def load(path):
@@ -46,7 +52,7 @@ def load(path):
 
     Returns
     -------
-    LdSM or LOMTree
+    LdSM, LOMTree or LearnedTree
         The fitted estimator stored in the file.
 
     Raises

@@ -12,6 +12,7 @@ import math
 import numbers
 
 import joblib
+import numpy as np
 
 from ._persistence import load_model, save_model
 
@@ -70,6 +71,13 @@ class Estimator:
                 )
             setattr(self, name, value)
         return self
+
+    def _json_params(self) -> dict:
+        """The constructor parameters as plain Python values ``json`` can store."""
+        return {
+            name: value.item() if isinstance(value, np.generic) else value
+            for name, value in self.get_params().items()
+        }
 
     def __repr__(self) -> str:
         defaults = type(self)().get_params()

@@ -15,7 +15,6 @@ the GIL), and safe persistence. Prediction runs in :class:`xmltree._tree.Forest`
 from __future__ import annotations
 
 import logging
-import numbers
 import threading
 
 import joblib
@@ -307,9 +306,7 @@ class LdSM(Estimator):
         """Return the JSON parameters and numeric arrays that define the model."""
         self._fitted_forest()
         params = {
-            "hyper_parameters": {
-                name: _to_json(value) for name, value in self.get_params().items()
-            },
+            "hyper_parameters": self._json_params(),
             "n_features": int(self.n_features_),
             "n_labels": int(self.n_labels_),
             "n_trees": len(self.trees_),
@@ -386,17 +383,6 @@ def _select_rows(matrix: sp.csr_matrix, mask: np.ndarray) -> sp.csr_matrix:
     selected.indices = selected.indices.astype(np.int32, copy=False)
     selected.indptr = selected.indptr.astype(np.int64, copy=False)
     return selected
-
-
-def _to_json(value):
-    """Turn NumPy scalars into the Python numbers JSON can store."""
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if is_int(value):
-        return int(value)
-    if isinstance(value, numbers.Real):
-        return float(value)
-    return value
 
 
 def _read_only(tree: dict) -> dict:

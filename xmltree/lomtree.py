@@ -36,8 +36,6 @@ __all__ = ["LOMTree", "to_multiclass"]
 
 logger = logging.getLogger(__name__)
 
-_PARAM_NAMES = ("max_internal_nodes", "swap_resistance", "epochs", "optimizer",
-                "learning_rate", "shuffle", "n_jobs", "random_state")
 
 
 class LOMTree(Estimator):
@@ -312,10 +310,7 @@ class LOMTree(Estimator):
     def _get_state(self) -> tuple[dict, dict]:
         """Return ``(params, arrays)`` describing the model, including optimiser state."""
         self._check_fitted()
-        params = {name: getattr(self, name) for name in _PARAM_NAMES}
-        params["swap_resistance"] = float(self.swap_resistance)
-        params["learning_rate"] = float(self.learning_rate)
-        params["shuffle"] = bool(self.shuffle)
+        params = self._json_params()
         params.update(n_features=int(self.n_features_in_),
                       n_classes=int(self.classes_.shape[0]),
                       effective_max_internal_nodes=int(self.max_internal_nodes_),
@@ -336,7 +331,7 @@ class LOMTree(Estimator):
             inconsistent content.
         """
         try:
-            model = cls(**{name: params[name] for name in _PARAM_NAMES})
+            model = cls(**{name: params[name] for name in cls._param_names()})
             model._check_params()
             classes = _check_classes(_typed(arrays, "classes", np.int64, 1))
             sizes = {name: _count(params, name) for name in

@@ -1,0 +1,83 @@
+"""Hyper-parameter sweep of LdSM on the shared benchmark splits.
+
+Trains one ensemble per setting (a grid over the options given) and prints
+P@1/3/5 and PSP@1/3/5 on the test split with the training CPU time, so that
+the defaults and presets of ``xmltree.LdSM`` can be chosen from numbers.
+
+Examples
+--------
+    python benchmarks/sweep_ldsm.py --dataset bibtex --n-trees 10 --arity 2 4 \\
+        --max-nodes 1000 4000 --learning-rate 0.1 0.5 --row-norm none l2
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from bench_ldsm import DEFAULT_DATA_HOME, load_split
+
+import xmltree
+from xmltree.metrics import evaluate, inverse_propensity
+
+
+def l2_rows(X: sp.csr_matrix) -> sp.csr_matrix:
+    """Scale every non-empty row of ``X`` to unit Euclidean norm."""
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    norms[norms == 0] = 1.0
+    return sp.csr_matrix(sp.diags(1.0 / norms) @ X, dtype=np.float32)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-home", type=Path, default=DEFAULT_DATA_HOME)
+    parser.add_argument("--dataset", default="bibtex")
+    parser.add_argument("--n-trees", type=int, default=10)
+    parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--arity", type=int, nargs="+", default=[2])
+    parser.add_argument("--max-nodes", type=int, nargs="+", default=[1000])
+    parser.add_argument("--epochs", type=int, nargs="+", default=[20])
+    parser.add_argument("--learning-rate", type=float, nargs="+", default=[0.1])
+    parser.add_argument("--lambda1", type=float, nargs="+", default=[2.0])
+    parser.add_argument("--lambda2", type=float, nargs="+", default=[1.0])
+    parser.add_argument("--routing", nargs="+", default=["margin"])
+    parser.add_argument("--row-norm", nargs="+", default=["none"], choices=["none", "l2"])
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+
+    X_train, Y_train, X_test, Y_test = load_split(args.data_home, args.dataset)
+    inv_propensity = inverse_propensity(Y_train)
+    grid = itertools.product(args.row_norm, args.arity, args.max_nodes, args.epochs,
+                             args.learning_rate, args.lambda1, args.lambda2, args.routing)
+    rows = []
+    print("norm arity nodes epochs lr    l1   l2  routing |  P@1   P@3   P@5 |"
+          " PSP@1 PSP@3 PSP@5 | cpu s")
+    for norm, arity, nodes, epochs, lr, l1, l2, routing in grid:
+        Xtr, Xte = (l2_rows(X_train), l2_rows(X_test)) if norm == "l2" else (X_train, X_test)
+        model = xmltree.LdSM(n_trees=args.n_trees, arity=arity, max_nodes=nodes, epochs=epochs,
+                             learning_rate=lr, lambda1=l1, lambda2=l2, routing=routing,
+                             random_state=0, n_jobs=args.n_jobs)
+        cpu = time.process_time()
+        model.fit(Xtr, Y_train)
+        cpu = time.process_time() - cpu
+        labels, _ = model.predict(Xte, k=5)
+        result = evaluate(Y_test, labels, inv_propensity=inv_propensity)
+        setting = dict(row_norm=norm, arity=arity, max_nodes=nodes, epochs=epochs,
+                       learning_rate=lr, lambda1=l1, lambda2=l2, routing=routing)
+        rows.append({**setting, **result, "train_cpu_s": cpu})
+        print(f"{norm:>4} {arity:>5} {nodes:>5} {epochs:>6} {lr:<5} {l1:>4} {l2:>4} "
+              f"{routing:>8} | "
+              + " ".join(f"{100 * result[f'P@{k}']:5.2f}" for k in (1, 3, 5)) + " | "
+              + " ".join(f"{100 * result[f'PSP@{k}']:5.2f}" for k in (1, 3, 5))
+              + f" | {cpu:5.1f}", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,265 @@
+"""Tests of the learned-tree kernels and the LearnedTree estimator."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from xmltree import _learned_tree as kernels
+from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
+from xmltree.label_tree import EMPTY, huffman_tree, random_tree
+from xmltree.learned_tree import LearnedTree, fit_text_file
+from xmltree.text import context_windows
+
+
+def random_model(rng, tree, n_features=12, dim=5, scale=1.0):
+    """Arrays of a model with random parameters over ``tree``."""
+    embeddings = rng.normal(0, scale, (n_features, dim)).astype(np.float32)
+    weights = rng.normal(0, scale, (tree.n_nodes, tree.arity, dim)).astype(np.float32)
+    biases = rng.normal(0, scale, (tree.n_nodes, tree.arity)).astype(np.float32)
+    return (embeddings, weights, biases, tree.children, tree.path_nodes, tree.path_slots,
+            tree.label_depth)
+
+
+def random_rows(rng, n_rows, n_features, density=0.4):
+    X = sp.random(n_rows, n_features, density=density, format="csr", random_state=rng,
+                  data_rvs=lambda n: rng.integers(1, 4, n).astype(np.float32))
+    X.sort_indices()
+    return X.indptr.astype(np.int64), X.indices.astype(np.int32), X.data.astype(np.float32)
+
+
+def softmax_masked(logits, mask):
+    z = np.where(mask, logits, -np.inf)
+    z = np.exp(z - z.max())
+    return z / z.sum()
+
+
+def reference_step(model, rows, row, label, lr):
+    """NumPy float64 SGD step of one example; returns updated copies and the loss."""
+    emb, w, b, children, path_nodes, path_slots, depth = model
+    emb, w, b = emb.astype(np.float64), w.astype(np.float64), b.astype(np.float64)
+    indptr, indices, values = rows
+    feats, vals = indices[indptr[row]:indptr[row + 1]], values[indptr[row]:indptr[row + 1]]
+    h = (vals[:, None] * emb[feats]).sum(0) / vals.sum()
+    grad_h = np.zeros_like(h)
+    loss = 0.0
+    for d in range(depth[label]):
+        node, slot = path_nodes[label, d], path_slots[label, d]
+        mask = children[node] != EMPTY
+        p = softmax_masked(w[node] @ h + b[node], mask)
+        loss -= np.log(p[slot])
+        g = p - np.eye(len(p))[slot]
+        g[~mask] = 0
+        grad_h += g @ w[node]
+        w[node] -= lr * np.outer(g, h)
+        b[node] -= lr * g
+    emb[feats] -= lr * (vals / vals.sum())[:, None] * grad_h
+    return emb, w, b, loss
+
+
+def test_node_gradients_match_finite_differences(rng):
+    tree = huffman_tree([1, 2, 3, 4, 5, 6], 3)   # 6 labels + 1 dummy: an empty slot
+    model = random_model(rng, tree, scale=0.5)
+    node = int(np.flatnonzero((tree.children == EMPTY).any(axis=1))[0])
+    target = int(np.flatnonzero(tree.children[node] != EMPTY)[0])
+    hidden = rng.normal(0, 1, 5).astype(np.float32)
+    w0, b0 = model[1][node].astype(np.float64), model[2][node].astype(np.float64)
+    mask = tree.children[node] != EMPTY
+
+    def loss_of(w, b, h):
+        return -np.log(softmax_masked(w @ h + b, mask)[target])
+
+    lr = 1e-3
+    weights_before = model[1].copy()
+    biases_before = model[2].copy()
+    loss, grad_hidden, probas = kernels._py_node_step(model, hidden, node, target, lr)
+    h0 = hidden.astype(np.float64)
+    assert loss == pytest.approx(loss_of(w0, b0, h0), rel=1e-5)
+    np.testing.assert_allclose(probas, softmax_masked(w0 @ h0 + b0, mask), atol=1e-6)
+    eps = 1e-6
+    fd_h = [(loss_of(w0, b0, h0 + eps * e) - loss_of(w0, b0, h0 - eps * e)) / (2 * eps)
+            for e in np.eye(5)]
+    np.testing.assert_allclose(grad_hidden, fd_h, atol=1e-4)
+    fd_w = np.zeros_like(w0)
+    for j in range(w0.shape[0]):
+        for k in range(w0.shape[1]):
+            step = np.zeros_like(w0)
+            step[j, k] = eps
+            fd_w[j, k] = (loss_of(w0 + step, b0, h0) - loss_of(w0 - step, b0, h0)) / (2 * eps)
+    applied = (weights_before[node] - model[1][node]) / lr
+    np.testing.assert_allclose(applied, fd_w, atol=2e-3)
+    fd_b = [(loss_of(w0, b0 + eps * e, h0) - loss_of(w0, b0 - eps * e, h0)) / (2 * eps)
+            for e in np.eye(3)]
+    np.testing.assert_allclose((biases_before[node] - model[2][node]) / lr, fd_b, atol=2e-3)
+    assert np.all(model[1][node][~mask] == weights_before[node][~mask])
+
+
+@pytest.mark.parametrize("with_stats", [False, True])
+def test_training_step_matches_numpy_reference(rng, with_stats):
+    tree = random_tree(7, 3, seed=2)
+    model = random_model(rng, tree, scale=0.3)
+    rows = random_rows(rng, 4, 12, density=0.5)
+    row, label, lr = 2, 5, 0.05
+    expected = reference_step(model, rows, row, label, lr)
+    stats = None
+    if with_stats:
+        stats = (np.zeros((7, tree.max_depth, 3), np.float32),
+                 np.zeros((7, tree.max_depth), np.float32))
+    loss = kernels.train_epoch_part(model, rows, np.array([0, 1, 2, 3, 4], np.int64),
+                                    np.array([0, 0, label, 0], np.int32),
+                                    np.array([row], np.int32), lr, 0.0, 0.1, stats, 1, 0)
+    assert loss == pytest.approx(expected[3], rel=1e-5)
+    for got, want in zip(model[:3], expected[:3]):
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    if with_stats:
+        assert np.all(stats[1][label, :tree.label_depth[label]] == 1)
+        assert stats[1].sum() == tree.label_depth[label]
+        np.testing.assert_allclose(stats[0][label, :tree.label_depth[label]].sum(1), 1, atol=1e-6)
+
+
+@pytest.mark.parametrize("arity,seed", [(2, 0), (3, 1), (4, 2), (5, 3)])
+@pytest.mark.parametrize("k", [1, 3, 7])
+def test_branch_and_bound_equals_exhaustive_top_k(rng, arity, seed, k):
+    tree = random_tree(23, arity, seed) if seed % 2 else huffman_tree(np.arange(1, 24), arity)
+    model = random_model(rng, tree, scale=1.5)
+    rows = random_rows(rng, 40, 12)
+    labels, scores = kernels.predict_top_k(model, rows, k, 1)
+    full = kernels.all_log_proba(model, rows, tree.node_order, 23, 1)
+    np.testing.assert_allclose(np.exp(full).sum(1), 1, atol=1e-5)
+    expected = np.argsort(-full, axis=1, kind="stable")[:, :k]
+    np.testing.assert_array_equal(labels, expected)
+    np.testing.assert_allclose(scores, np.take_along_axis(full, expected, 1), atol=1e-9)
+    threaded, _ = kernels.predict_top_k(model, rows, k, 2)
+    np.testing.assert_array_equal(threaded, labels)
+
+
+def test_log_likelihood_matches_full_distribution(rng):
+    tree = huffman_tree(np.arange(1, 12), 3)
+    model = random_model(rng, tree)
+    rows = random_rows(rng, 30, 12)
+    targets = rng.integers(0, 11, 30).astype(np.int32)
+    full = kernels.all_log_proba(model, rows, tree.node_order, 11, 1)
+    got = kernels.log_likelihood(model, rows, targets, 2)
+    np.testing.assert_allclose(got, full[np.arange(30), targets], atol=1e-9)
+
+
+def synthetic_text(rng, n, n_classes=12, vocab=80):
+    signature = rng.integers(0, vocab, (n_classes, 4))
+    y = rng.integers(0, n_classes, n)
+    docs = [" ".join(f"w{w}" for w in np.concatenate([rng.choice(signature[c], 2),
+                                                        rng.integers(0, vocab, 2)]))
+            for c in y]
+    return docs, y
+
+
+@pytest.mark.parametrize("tree", ["learned", "huffman", "random", "flat"])
+def test_estimator_learns_synthetic_text(rng, tree):
+    docs, y = synthetic_text(rng, 1200)
+    model = LearnedTree(arity=3, dim=16, epochs=5, learning_rate=0.5, tree=tree,
+                        n_tree_updates=5, random_state=0)
+    model.fit(docs[:900], y[:900])
+    accuracy = np.mean(model.predict(docs[900:])[:, 0] == y[900:])
+    assert accuracy > 0.6          # chance is 1/12; the noise caps it near 0.8
+    assert model.train_loss_[-1] < model.train_loss_[0]
+    assert model.score(docs[900:], y[900:]) > np.log(1 / 12)
+    # every label keeps exactly one leaf after the re-assignments
+    codes = model.tree_.children[model.tree_.children <= -2]
+    assert sorted(-codes - 2) == list(range(12))
+
+
+def test_training_is_reproducible_with_one_thread(rng):
+    docs, y = synthetic_text(rng, 300)
+    params = dict(arity=3, dim=8, epochs=2, tree="learned", n_tree_updates=3, random_state=5)
+    a = LearnedTree(**params).fit(docs, y)
+    b = LearnedTree(**params).fit(docs, y)
+    np.testing.assert_array_equal(a.embeddings_, b.embeddings_)
+    np.testing.assert_array_equal(a.tree_.children, b.tree_.children)
+    hogwild = LearnedTree(**dict(params, n_jobs=2)).fit(docs, y)
+    assert np.all(np.isfinite(hogwild.weights_))
+
+
+def test_multilabel_rows_and_extra_classes(rng):
+    X = sp.csr_matrix(rng.integers(0, 2, (50, 10)).astype(np.float32))
+    Y = [[i % 4, (i + 1) % 4] for i in range(50)]
+    model = LearnedTree(arity=2, dim=4, epochs=1, tree="huffman", random_state=0)
+    model.fit(X, Y, classes=6)
+    assert model.classes_.tolist() == list(range(6))
+    assert model.label_counts_[4] == 0
+    assert model.predict_topk(X, 6)[0].shape == (50, 6)
+
+
+def test_language_model_depth_constrained(rng):
+    # A deterministic cycle over 9 words: the next word is predictable.
+    ids = np.tile(np.arange(9), 60)
+    X, y = context_windows(ids, 9, context=2)
+    model = LearnedTree(arity=3, dim=8, epochs=5, learning_rate=0.5, tree="learned",
+                        max_depth=2, objective="likelihood", n_tree_updates=4, random_state=0)
+    model.fit(X, y, classes=np.arange(9))
+    assert model.tree_.label_depth.max() <= 2
+    assert model.perplexity(X[10:], y[10:]) < 2.0
+
+
+def test_save_load_round_trip(tmp_path, rng):
+    docs, y = synthetic_text(rng, 200)
+    labels = np.array([f"intent_{c}" for c in y])
+    model = LearnedTree(arity=3, dim=6, epochs=1, ngrams=2, buckets=31, random_state=1,
+                        n_tree_updates=2).fit(docs, labels)
+    path = tmp_path / "model.npz"
+    model.save(path)
+    again = LearnedTree.load(path)
+    np.testing.assert_array_equal(again.predict(docs, 3), model.predict(docs, 3))
+    np.testing.assert_allclose(again.predict_log_proba(docs[:5]),
+                               model.predict_log_proba(docs[:5]))
+    assert again.classes_.tolist() == model.classes_.tolist()
+    assert again.describe_tree() == model.describe_tree()
+
+
+@pytest.mark.parametrize("name,corrupt", [
+    ("children", lambda a: np.full_like(a, 0)),
+    ("children", lambda a: a - 1000),
+    ("weights", lambda a: a[:, :, :-1].copy()),
+    ("embeddings", lambda a: np.where(a == a.flat[0], np.nan, a).astype(np.float32)),
+    ("biases", lambda a: a.astype(np.float64)),
+])
+def test_corrupt_model_files_are_rejected(tmp_path, rng, name, corrupt):
+    X = sp.csr_matrix(rng.integers(0, 2, (40, 8)).astype(np.float32))
+    model = LearnedTree(arity=3, dim=4, epochs=1, tree="huffman").fit(X, rng.integers(0, 5, 40))
+    params, arrays = model._get_state()
+    arrays[name] = corrupt(arrays[name])
+    with pytest.raises(ModelFormatError):
+        LearnedTree._from_state(params, arrays)
+
+
+def test_bad_input_is_reported(rng):
+    X = sp.csr_matrix(np.ones((4, 3), dtype=np.float32))
+    with pytest.raises(DataFormatError, match="non-negative"):
+        LearnedTree().fit(-X, [0, 1, 0, 1])
+    with pytest.raises(DataFormatError, match="row 2 has no label"):
+        LearnedTree().fit(X, [[0], [1], [], [0]])
+    with pytest.raises(DataFormatError, match="expected 4 labels"):
+        LearnedTree().fit(X, [0, 1])
+    with pytest.raises(ValueError, match="arity"):
+        LearnedTree(arity=1).fit(X, [0, 1, 0, 1])
+    with pytest.raises(ValueError, match="max_depth applies"):
+        LearnedTree(tree="huffman", max_depth=2).fit(X, [0, 1, 0, 1])
+    with pytest.raises(NotFittedError, match="not fitted"):
+        LearnedTree().predict(X)
+    model = LearnedTree(dim=2, epochs=1).fit(X, [0, 1, 0, 1])
+    with pytest.raises(ValueError, match="k must be"):
+        model.predict(X, k=3)
+    with pytest.raises(DataFormatError, match="not seen"):
+        model.score(X, [0, 1, 2, 1])
+    with pytest.raises(DataFormatError, match="features"):
+        model.predict(sp.csr_matrix(np.ones((2, 5), dtype=np.float32)))
+    with pytest.raises(DataFormatError, match="not on text"):
+        model.predict(["some text"])
+
+
+def test_fit_text_file_with_named_multilabels(tmp_path, rng):
+    docs, y = synthetic_text(rng, 120)
+    path = tmp_path / "train.txt"
+    lines = [f"__label__c{c} __label__all {doc}" for doc, c in zip(docs, y)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    model = fit_text_file(path, tmp_path / "m.npz", dim=4, epochs=1, random_state=0)
+    assert "all" in model.classes_.tolist() and len(model.classes_) == 13
+    again = LearnedTree.load(tmp_path / "m.npz")
+    np.testing.assert_array_equal(again.predict(docs[:10], 2), model.predict(docs[:10], 2))

