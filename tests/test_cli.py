@@ -83,3 +83,18 @@ def test_predictions_file_round_trips_through_the_reader(tmp_path):
     expected = np.array([[0.25, 0, 0.5, 0], [0.125, 0.75, 0, 0.5]], dtype=np.float32)
     assert np.array_equal(matrix.toarray(), expected)
 
+
+
+def test_rerank_needs_a_model_trained_with_it(tmp_path, split_files, capsys):
+    train, test = split_files
+    plain, reranking = tmp_path / "plain.npz", tmp_path / "rerank.npz"
+    output = tmp_path / "pred.txt"
+    assert main(["-q", "train", str(train), "--model", str(plain), *SMALL_MODEL]) == 0
+    assert main(["-q", "predict", str(test), "--model", str(plain), "--output", str(output),
+                 "--rerank"]) == 1
+    assert "no re-ranker" in capsys.readouterr().err and not output.exists()
+    assert main(["-q", "train", str(train), "--model", str(reranking), "--rerank",
+                 *SMALL_MODEL]) == 0
+    assert main(["-q", "predict", str(test), "--model", str(reranking), "--output",
+                 str(output), "--rerank"]) == 0
+    assert len(output.read_text().splitlines()) == 101

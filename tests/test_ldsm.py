@@ -15,6 +15,7 @@ from test_tree import (
     reference_top_k,
 )
 
+import xmltree
 from xmltree._persistence import save_model
 from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
 from xmltree.ldsm import LdSM
@@ -75,7 +76,7 @@ def test_invalid_parameters_are_reported_at_fit(name, value):
 def test_get_set_params_and_repr():
     model = LdSM(n_trees=5, routing="sigmoid")
     params = model.get_params()
-    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 13
+    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 14
     assert model.set_params(arity=3, verbose=True) is model
     assert model.arity == 3
     assert repr(model) == "LdSM(n_trees=5, arity=3, routing='sigmoid', verbose=True)"
@@ -373,3 +374,26 @@ def test_training_examples_follow_their_training_path(rng, routing):
                 reached[leaf] += 1
         leaves = tree["first_child"] < 0
         np.testing.assert_array_equal(reached[leaves], tree["n_samples"][leaves])
+
+
+@needs_build_tree
+def test_reranked_predictions_come_from_the_candidates_and_survive_save_load(rng, tmp_path):
+    X, labels, _ = clustered_problem(rng, 300)
+    X_test, _, _ = clustered_problem(np.random.default_rng(1), 60)
+    plain = LdSM(**FAST, random_state=0).fit(X, labels)
+    with pytest.raises(ValueError, match="no re-ranker"):
+        plain.predict(X_test, rerank=True)
+    model = LdSM(**FAST, random_state=0, rerank=True).fit(X, labels)
+    # The re-ranker does not change the trees, only the order of candidates.
+    np.testing.assert_array_equal(model.predict(X_test, k=3)[0], plain.predict(X_test, k=3)[0])
+    labels_rr, scores_rr = model.predict(X_test, k=3, rerank=True)
+    candidates, _ = model.predict(X_test, k=model.reranker_.n_candidates)
+    for row, chosen in zip(candidates, labels_rr):
+        assert set(chosen[chosen >= 0]) <= set(row[row >= 0])
+    assert scores_rr.dtype == np.float32 and np.all(np.diff(scores_rr, axis=1) <= 0)
+    path = tmp_path / "model.npz"
+    model.save(path)
+    loaded = xmltree.load(path)
+    for a, b in zip(model.predict(X_test, k=3, rerank=True),
+                    loaded.predict(X_test, k=3, rerank=True)):
+        np.testing.assert_array_equal(a, b)

@@ -251,6 +251,9 @@ def test_build_tree_invariants(rng, routing, arity):
                settings["weight_threshold"], ROUTING_THRESHOLD[routing])
     if arity == 3:  # these data give empty children: their leaves copy the parent
         assert np.any(tree["n_samples"] == 0)
+    # Every split makes progress: no child receives all of its parent's examples.
+    children = tree["parent"] >= 0
+    assert np.all(tree["n_samples"][children] < tree["n_samples"][tree["parent"][children]])
 
 
 def priority(Y, rows):

@@ -11,14 +11,15 @@ LearnedTree
     learning (Jernite, Choromanska & Sontag, ICML 2017).
 load
     Load any model saved with ``.save(path)``.
-datasets, metrics, text
+datasets, metrics, rerank, text
     Extreme Classification Repository I/O, dataset registry, synthetic data,
-    ranking metrics (P@k, nDCG@k, PSP@k, PSnDCG@k), and text features.
+    ranking metrics (P@k, nDCG@k, PSP@k, PSnDCG@k), tail-label re-ranking,
+    and text features.
 """
 
 __version__ = "0.1.0"
 
-from . import datasets, metrics, text  # noqa: E402
+from . import datasets, metrics, rerank, text  # noqa: E402
 from ._persistence import load_model  # noqa: E402
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError  # noqa: E402
 from .ldsm import LdSM  # noqa: E402
@@ -33,6 +34,7 @@ __all__ = [
     "load",
     "datasets",
     "metrics",
+    "rerank",
     "text",
     "DataFormatError",
     "ModelFormatError",

@@ -27,6 +27,13 @@ Choices the paper leaves open, fixed here:
   ``|w| >= weight_threshold`` and ``w != 0``; the bias is always kept. Routing
   uses these stored weights, so that prediction follows the same paths.
 
+* A split makes no progress, and the node stays a leaf, when one child
+  receives every example of the node. The paper says so for a split that
+  sends everything to a single child; with multi-way routing a child can also
+  get every example while others get some, and it would then repeat its
+  parent's data and spend the node budget (at M = 4 on Delicious, 161 of 249
+  expansions did that).
+
 Random draws of one tree, in order: the permutation of the training rows,
 then for every expanded node its M initial biases and its tie breaks.
 """
@@ -443,8 +450,8 @@ cdef class TreeBuilder:
         return 0
 
     cdef int expand(self, index_t node) except -1 nogil:
-        """Train the node and split it; return 0 (node untouched) if the split is useless."""
-        cdef index_t i, m, n_rows, n_used = 0
+        """Train the node and split it; return 0 (node untouched) if a child got every example."""
+        cdef index_t i, m, n_rows, n_whole = 0
         self.current_rows.swap(self.node_rows[node])
         n_rows = self.current_rows.size()
         self.trainer.start_node(self.current_rows.data(), n_rows)
@@ -459,8 +466,8 @@ cdef class TreeBuilder:
                 if self.goes[m]:
                     self.child_rows[m].push_back(self.current_rows[i])
         for m in range(self.arity):
-            n_used += not self.child_rows[m].empty()
-        if n_used < 2:
+            n_whole += <index_t>self.child_rows[m].size() == n_rows
+        if n_whole > 0:
             self.trainer.finish_node()
             self.node_rows[node].swap(self.current_rows)
             return 0

@@ -88,7 +88,9 @@ def _build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--output", type=Path, required=True,
                          help="prediction file: header 'N L', then 'label:score ...' per row")
     predict.add_argument("-k", type=int, default=5, help="labels per row (default 5)")
-    predict.add_argument("--n-jobs", type=int, default=None, help="threads (default: all)")
+    predict.add_argument("--rerank", action="store_true",
+                         help="re-rank with the model's tail-label re-ranker")
+    predict.add_argument("--n-jobs", type=int, default=-1, help="threads (default: all)")
     _add_format_option(predict)
     predict.set_defaults(handler=_run_predict)
 
@@ -142,7 +144,9 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
                            default=defaults[name], help=f"{text} (default {defaults[name]})")
     group.add_argument("--optimizer", choices=("nag", "sgd"), default=defaults["optimizer"],
                        help=f"regressor update (default {defaults['optimizer']})")
-    group.add_argument("--n-jobs", type=int, default=None, help="threads (default: all)")
+    group.add_argument("--rerank", action="store_true",
+                       help="also fit the tail-label re-ranker (for 'predict --rerank')")
+    group.add_argument("--n-jobs", type=int, default=-1, help="threads (default: all)")
 
 
 # --------------------------------------------------------------------------- handlers
@@ -161,7 +165,7 @@ def _model_from_args(args):
     return LdSM(
         n_trees=args.n_trees, arity=args.arity, max_nodes=args.max_nodes, epochs=args.epochs,
         lambda1=args.lambda1, lambda2=args.lambda2, learning_rate=args.learning_rate,
-        optimizer=args.optimizer, random_state=args.seed, n_jobs=args.n_jobs,
+        optimizer=args.optimizer, rerank=args.rerank, random_state=args.seed, n_jobs=args.n_jobs,
         verbose=not args.quiet,
     )
 
@@ -215,7 +219,7 @@ def _run_predict(args) -> int:
     model = LdSM.load(args.model)
     model.n_jobs = args.n_jobs
     X, _ = _read(args.data, args.format, n_features=model.n_features_)
-    labels, scores = model.predict(X, k=args.k)
+    labels, scores = model.predict(X, k=args.k, rerank=args.rerank)
     write_predictions(args.output, labels, scores, n_labels=model.n_labels_)
     logger.info("wrote top-%d predictions of %d rows to %s", args.k, X.shape[0], args.output)
     return 0

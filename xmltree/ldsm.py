@@ -26,6 +26,8 @@ from ._base import Estimator, check_choice, check_int, check_real, check_seed, i
 from ._tree import TREE_ARRAYS, Forest
 from ._validation import check_features, check_labels
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
+from .rerank import STATE_PREFIX as RERANK_PREFIX
+from .rerank import Reranker
 
 __all__ = ["LdSM", "NotFittedError"]
 
@@ -72,10 +74,15 @@ class LdSM(Estimator):
         ``numpy.random.SeedSequence(random_state)``, so a given seed gives
         bit-identical models whatever ``n_jobs`` is. ``None`` draws fresh
         entropy.
-    n_jobs : int or None, default=None
+    rerank : bool, default=False
+        Also fit a tail-label re-ranker (:class:`xmltree.rerank.Reranker`,
+        PfastreXML-style) on the training data, for ``predict(..., rerank=True)``.
+        Its blend settings can be changed on ``reranker_`` after fitting.
+    n_jobs : int or None, default=-1
         Threads for training (one tree per thread) and prediction (examples
         split across threads), with joblib's convention: ``None`` means 1,
-        ``-1`` all cores, ``-2`` all but one, and so on.
+        ``-1`` all cores, ``-2`` all but one, and so on. Results do not
+        depend on it.
     verbose : bool, default=False
         Show a progress bar of trees (and nodes expanded) while fitting.
 
@@ -90,6 +97,8 @@ class LdSM(Estimator):
         ``xmltree._tree.TREE_ARRAYS``).
     n_nodes_, n_leaves_, depth_ : numpy.ndarray of int, shape (n_trees,)
         Size, leaf count and maximum depth of each tree.
+    reranker_ : xmltree.rerank.Reranker or None
+        The tail-label re-ranker when fitted with ``rerank=True``.
 
     Examples
     --------
@@ -102,7 +111,8 @@ class LdSM(Estimator):
 
     def __init__(self, n_trees=10, arity=2, max_nodes=1000, epochs=20, lambda1=2.0,
                  lambda2=1.0, optimizer="nag", learning_rate=0.1, routing="margin",
-                 weight_threshold=None, random_state=None, n_jobs=None, verbose=False):
+                 weight_threshold=None, rerank=False, random_state=None, n_jobs=-1,
+                 verbose=False):
         self.n_trees = n_trees
         self.arity = arity
         self.max_nodes = max_nodes
@@ -113,6 +123,7 @@ class LdSM(Estimator):
         self.learning_rate = learning_rate
         self.routing = routing
         self.weight_threshold = weight_threshold
+        self.rerank = rerank
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -137,6 +148,7 @@ class LdSM(Estimator):
             check_real("weight_threshold", params["weight_threshold"], 0.0, strict=False)
         check_choice("optimizer", params["optimizer"], _OPTIMIZERS)
         check_choice("routing", params["routing"], _ROUTINGS)
+        check_choice("rerank", params["rerank"], (True, False))
         check_seed(params["random_state"])
         n_threads(params["n_jobs"])
         return params
@@ -182,6 +194,8 @@ class LdSM(Estimator):
         )
         trees = _build_trees(X, Y, params, seeds)
         self._set_trees(trees, X.shape[1], Y.shape[1])
+        if params["rerank"]:
+            self.reranker_ = Reranker().fit(X, Y)
         return self
 
     def _set_trees(self, trees: list[dict], n_features: int, n_labels: int) -> None:
@@ -195,12 +209,13 @@ class LdSM(Estimator):
         self.n_nodes_ = np.array([t["first_child"].shape[0] for t in trees], dtype=np.int64)
         self.n_leaves_ = np.array([np.sum(t["first_child"] < 0) for t in trees], dtype=np.int64)
         self.depth_ = np.array([t["depth"].max() for t in trees], dtype=np.int64)
+        self.reranker_ = None
 
     # ------------------------------------------------------------------
     # Prediction and introspection
     # ------------------------------------------------------------------
 
-    def predict(self, X, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    def predict(self, X, k: int = 5, rerank: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Return the ``k`` best labels of each sample.
 
         Parameters
@@ -210,6 +225,10 @@ class LdSM(Estimator):
             missing trailing features; more columns is an error.
         k : int, default=5
             Labels per sample, >= 1.
+        rerank : bool, default=False
+            Re-rank the ensemble's ``reranker_.n_candidates`` best labels with
+            the tail-label re-ranker fitted with ``rerank=True``, which favours
+            rare labels (higher PSP@k at a small cost in P@k).
 
         Returns
         -------
@@ -225,14 +244,23 @@ class LdSM(Estimator):
         NotFittedError
             Before :meth:`fit`.
         ValueError
-            If ``k`` is not an integer >= 1.
+            If ``k`` is not an integer >= 1, or ``rerank`` is asked of a model
+            fitted without a re-ranker.
         DataFormatError
             If ``X`` is malformed or wider than the training data.
         """
         forest = self._fitted_forest()
         if not is_int(k) or k < 1:
             raise ValueError(f"k must be an integer >= 1, got {k!r}")
-        return forest.predict_top_k(X, int(k), n_threads(self.n_jobs))
+        if not rerank:
+            return forest.predict_top_k(X, int(k), n_threads(self.n_jobs))
+        if self.reranker_ is None:
+            raise ValueError("this model has no re-ranker; fit it with LdSM(rerank=True)")
+        X = check_features(X, n_features=self.n_features_)
+        n_candidates = max(int(k), self.reranker_.n_candidates)
+        labels, scores = forest.predict_top_k(X, n_candidates, n_threads(self.n_jobs))
+        labels, scores = self.reranker_.rerank_predictions(X, labels, scores, int(k))
+        return labels, scores.astype(np.float32)
 
     def predict_scores(self, X) -> sp.csr_matrix:
         """Return all non-zero ensemble scores.
@@ -315,6 +343,9 @@ class LdSM(Estimator):
             f"tree{t}/{name}": tree[name] for t, tree in enumerate(self.trees_)
             for name in TREE_ARRAYS
         }
+        if self.reranker_ is not None:
+            params["reranker"], reranker_arrays = self.reranker_._get_state()
+            arrays.update(reranker_arrays)
         return params, arrays
 
     @classmethod
@@ -347,8 +378,9 @@ class LdSM(Estimator):
                 raise ModelFormatError(f"LdSM model: {name} must be a positive integer")
             sizes[name] = int(value)
         expected = {f"tree{t}/{name}" for t in range(sizes["n_trees"]) for name in TREE_ARRAYS}
-        if set(arrays) != expected:
-            missing, extra = sorted(expected - set(arrays)), sorted(set(arrays) - expected)
+        tree_arrays = {name for name in arrays if not name.startswith(RERANK_PREFIX)}
+        if tree_arrays != expected:
+            missing, extra = sorted(expected - tree_arrays), sorted(tree_arrays - expected)
             raise ModelFormatError(
                 f"LdSM model: arrays do not match (missing {missing[:3]}, unexpected {extra[:3]})"
             )
@@ -357,6 +389,10 @@ class LdSM(Estimator):
             for t in range(sizes["n_trees"])
         ]
         model._set_trees(trees, sizes["n_features"], sizes["n_labels"])
+        if "reranker" in params:
+            model.reranker_ = Reranker._from_state(params["reranker"], arrays)
+            if model.reranker_.scorer_.n_labels_ != sizes["n_labels"]:
+                raise ModelFormatError("LdSM model: the re-ranker's label count differs")
         return model
 
 

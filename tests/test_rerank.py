@@ -1,0 +1,454 @@
+"""Tests of xmltree.rerank: tail scores, blends, ranking, persistence, validation.
+
+Everything is compared with slow pure-Python / dense NumPy references on
+small seeded inputs.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from xmltree import _rerank
+from xmltree._persistence import load_model, save_model
+from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
+from xmltree.rerank import STATE_PREFIX, Reranker, TailScorer, propensity_weighted_targets, rerank
+
+# ----------------------------------------------------------------------------- references
+
+
+def dense_centroids(X, Y):
+    """Mean of the unit-normalised rows carrying each label (zero if none)."""
+    X = np.asarray(X, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    X_unit = np.divide(X, norms, out=np.zeros_like(X), where=norms > 0)
+    counts = Y.sum(axis=0)
+    sums = Y.T @ X_unit
+    return np.divide(sums, counts[:, None], out=np.zeros_like(sums), where=counts[:, None] > 0)
+
+
+def reference_tail_scores(X, centroids, labels, gamma):
+    """t_l(x) = 1 / (1 + exp(gamma ||x_hat - mu_l||^2)) pair by pair; 0 in empty slots."""
+    X = np.asarray(X, dtype=np.float64)
+    out = np.zeros(labels.shape)
+    for i in range(labels.shape[0]):
+        norm = np.linalg.norm(X[i])
+        x_unit = X[i] / norm if norm > 0 else X[i]
+        for j, label in enumerate(labels[i]):
+            if label >= 0:
+                distance = np.sum((x_unit - centroids[label]) ** 2)
+                out[i, j] = 1.0 / (1.0 + math.exp(gamma * distance))
+    return out
+
+
+def reference_rerank(labels, scores, tails, method, alpha, beta):
+    """Row by row: blend, sort by (-score, label), padded slots last."""
+    out_labels, out_scores = [], []
+    for row_labels, row_scores, row_tails in zip(labels, scores, tails):
+        ranked = []
+        for label, p, t in zip(row_labels, row_scores, row_tails):
+            if label < 0:
+                continue
+            if method == "geometric":
+                key = (
+                    (alpha * math.log(p) if alpha > 0 else 0.0)
+                    if p > 0 or alpha == 0
+                    else -math.inf
+                )
+                if alpha < 1:
+                    key += (1 - alpha) * math.log(t) if t > 0 else -math.inf
+                blended = math.exp(key)
+            else:
+                blended = key = beta * p + (1 - beta) * t
+            ranked.append((-key, int(label), blended))
+        ranked.sort(key=lambda item: (item[0], item[1]))
+        n_padded = len(row_labels) - len(ranked)
+        out_labels.append([label for _, label, _ in ranked] + [-1] * n_padded)
+        out_scores.append([blended for _, _, blended in ranked] + [0.0] * n_padded)
+    return np.array(out_labels), np.array(out_scores)
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def random_problem(rng, n_samples=40, n_features=12, n_labels=9, density=0.3):
+    """Random non-negative features with one empty row, labels with one never used."""
+    X = rng.random((n_samples, n_features)) * (rng.random((n_samples, n_features)) < density)
+    X[0] = 0.0
+    Y = (rng.random((n_samples, n_labels)) < 0.25).astype(np.float32)
+    Y[:, n_labels - 1] = 0.0  # a label never seen in training
+    Y[0, 0] = 1.0
+    return X.astype(np.float32), Y
+
+
+def random_candidates(rng, n_samples, n_labels, n_candidates, pad_fraction=0.2):
+    """Distinct candidate ids per row, some slots padded with -1 anywhere in the row."""
+    labels = np.array(
+        [rng.permutation(n_labels)[:n_candidates] for _ in range(n_samples)], dtype=np.int32
+    )
+    labels[rng.random(labels.shape) < pad_fraction] = -1
+    return labels
+
+
+# ----------------------------------------------------------------------------- tail scores
+
+
+@pytest.mark.parametrize("n_candidates", [1, 9])
+def test_tail_scores_match_dense_reference(rng, n_candidates):
+    X, Y = random_problem(rng)
+    gamma = 2.0
+    scorer = TailScorer(gamma=gamma).fit(sp.csr_matrix(X), Y)
+    centroids = dense_centroids(X, Y)
+    np.testing.assert_allclose(scorer.centroids_.toarray(), centroids, rtol=1e-5, atol=1e-7)
+    labels = random_candidates(rng, X.shape[0], Y.shape[1], n_candidates)
+    expected = reference_tail_scores(X, centroids, labels, gamma)
+    np.testing.assert_allclose(scorer.score(X, labels), expected, rtol=1e-5, atol=1e-12)
+
+
+def check_dot_product_paths(rng, n_samples, n_features, n_labels, density):
+    """Compare all-label and one-label scores with the reference on one random problem.
+
+    Returns, per row, whether the all-label call takes the feature-wise path
+    (same cost rule as ``_rerank.score_row``), whether that path resets its
+    buffer by memset (``walked >= n_labels``), and whether the one-label call
+    takes the label-wise path.
+    """
+    X, Y = random_problem(rng, n_samples, n_features, n_labels, density)
+    scorer = TailScorer(gamma=2.0).fit(X, Y)
+    row_lengths = np.diff(scorer.centroids_.indptr)
+    column_lengths = np.diff(scorer.centroids_.tocsc().indptr)
+    X_csr = sp.csr_matrix(X)
+    walked = np.array([column_lengths[X_csr[i].indices].sum() for i in range(n_samples)])
+    feature_cost = walked + np.minimum(walked, n_labels // 8)
+    all_labels = np.tile(np.arange(n_labels, dtype=np.int32), (n_samples, 1))
+    one_label = all_labels[:, :1] + 1
+    dense = dense_centroids(X, Y)
+    for labels in (all_labels, one_label):
+        np.testing.assert_allclose(
+            scorer.score(X, labels),
+            reference_tail_scores(X, dense, labels, 2.0),
+            rtol=1e-5,
+            atol=1e-12,
+        )
+    by_feature = feature_cost < row_lengths[all_labels].sum(axis=1)
+    by_label = feature_cost >= row_lengths[one_label].sum(axis=1)
+    return by_feature, walked >= n_labels, by_label
+
+
+def test_every_dot_product_path_is_exercised_and_correct(rng):
+    """Label-wise, feature-wise with memset reset, feature-wise with walked reset."""
+    dense_rows = check_dot_product_paths(rng, 40, 12, 9, 0.3)
+    sparse_rows = check_dot_product_paths(rng, 60, 60, 80, 0.03)
+    by_feature, memset, by_label = (np.concatenate(pair) for pair in zip(dense_rows, sparse_rows))
+    assert np.any(by_label)
+    assert np.any(by_feature & memset)
+    assert np.any(by_feature & ~memset)
+
+
+def test_tail_scores_finite_for_empty_rows_and_unseen_labels(rng):
+    X, Y = random_problem(rng)
+    unseen = Y.shape[1] - 1
+    for gamma in (30.0, 1e4):
+        scorer = TailScorer(gamma=gamma).fit(X, Y)
+        labels = np.array([[0, unseen, -1]] * X.shape[0], dtype=np.int32)
+        scores = scorer.score(X, labels)
+        assert np.all(np.isfinite(scores))
+        assert np.all((scores >= 0.0) & (scores <= 0.5))
+        assert np.all(scores[:, 2] == 0.0)
+        log_scores = scorer._log_score(sp.csr_matrix(X), labels)
+        assert np.all(np.isfinite(log_scores[:, :2]))
+    # Empty row x_hat = 0, unseen label mu = 0: distance 0, t = 1/2 exactly.
+    assert TailScorer(gamma=30.0).fit(X, Y).score(X[:1], [[unseen]])[0, 0] == 0.5
+    # Labels beyond Y's columns, declared through n_labels, behave as unseen.
+    wide = TailScorer(gamma=30.0).fit(X, Y, n_labels=Y.shape[1] + 3)
+    assert wide.centroids_.shape == (Y.shape[1] + 3, X.shape[1])
+    np.testing.assert_array_equal(
+        wide.score(X, [[unseen, Y.shape[1] + 2]] * X.shape[0])[:, 1],
+        wide.score(X, [[unseen, unseen]] * X.shape[0])[:, 1],
+    )
+
+
+def test_score_accepts_fewer_feature_columns(rng):
+    X, Y = random_problem(rng)
+    scorer = TailScorer(gamma=1.0).fit(X, Y)
+    narrow = X[:, :5]
+    padded = np.hstack([narrow, np.zeros((X.shape[0], X.shape[1] - 5), dtype=np.float32)])
+    labels = random_candidates(rng, X.shape[0], Y.shape[1], 4)
+    np.testing.assert_array_equal(scorer.score(narrow, labels), scorer.score(padded, labels))
+
+
+# ----------------------------------------------------------------------------- blends
+
+
+@pytest.mark.parametrize(
+    "method,alpha,beta",
+    [
+        ("geometric", 0.8, 0.5),
+        ("geometric", 0.3, 0.5),
+        ("geometric", 0.0, 0.5),
+        ("linear", 0.8, 0.7),
+        ("linear", 0.8, 0.0),
+    ],
+)
+def test_rerank_matches_pure_python(rng, method, alpha, beta):
+    n_samples, n_candidates = 30, 8
+    labels = random_candidates(rng, n_samples, 50, n_candidates)
+    scores = rng.random(labels.shape)
+    tails = rng.random(labels.shape) * 0.5
+    scores[rng.random(labels.shape) < 0.1] = 0.0
+    tails[rng.random(labels.shape) < 0.1] = 0.0
+    # Exact ties: copy slot 0's (p, t) into slot 1, so the lower label id must win.
+    scores[:, 1], tails[:, 1] = scores[:, 0], tails[:, 0]
+    scores[labels < 0] = np.nan  # empty slots' scores are ignored
+    got_labels, got_scores = rerank(labels, scores, tails, method=method, alpha=alpha, beta=beta)
+    ref_labels, ref_scores = reference_rerank(labels, scores, tails, method, alpha, beta)
+    np.testing.assert_array_equal(got_labels, ref_labels)
+    np.testing.assert_allclose(got_scores, ref_scores, rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("method", ["geometric", "linear"])
+def test_full_base_weight_keeps_the_base_ranking(rng, method):
+    labels = random_candidates(rng, 20, 40, 10)
+    scores = rng.random(labels.shape)
+    tails = rng.random(labels.shape) * 0.5
+    got_labels, got_scores = rerank(labels, scores, tails, method=method, alpha=1.0, beta=1.0)
+    base_labels, base_scores = reference_rerank(
+        labels, scores, np.ones_like(tails), "linear", 0.0, 1.0
+    )
+    np.testing.assert_array_equal(got_labels, base_labels)
+    np.testing.assert_allclose(got_scores, base_scores, rtol=1e-12)
+
+
+def rare_label_problem():
+    """Label 0 frequent on features 0-2, label 1 frequent on 2-3, label 5 rare on 4-5."""
+    rng = np.random.default_rng(1)
+    X = np.zeros((103, 6), dtype=np.float32)
+    Y = np.zeros((103, 6), dtype=np.float32)
+    X[:50, :3] = rng.random((50, 3)) + 0.1
+    Y[:50, 0] = 1
+    X[50:100, 2:4] = rng.random((50, 2)) + 0.1
+    Y[50:100, 1] = 1
+    X[100:, 4:6] = rng.random((3, 2)) + 0.1
+    Y[100:, 5] = 1
+    return X, Y
+
+
+@pytest.mark.parametrize(
+    "method,alpha,beta,gamma",
+    [
+        ("geometric", 0.8, 0.8, 30.0),
+        ("linear", 0.8, 0.3, 1.0),
+    ],
+)
+def test_rare_true_label_rises_and_frequent_wrong_label_falls(method, alpha, beta, gamma):
+    X, Y = rare_label_problem()
+    reranker = Reranker(method=method, alpha=alpha, beta=beta, gamma=gamma).fit(X, Y)
+    x_test = np.array([[0, 0, 0, 0, 0.9, 1.1]], dtype=np.float32)
+    base_labels = np.array([[0, 1, 5]])
+    base_scores = np.array([[0.6, 0.3, 0.1]])
+    labels, scores = reranker.rerank_predictions(x_test, base_labels, base_scores, k=3)
+    assert labels[0, 0] == 5
+    assert list(labels[0]).index(0) > 0
+    assert np.all(np.diff(scores[0]) <= 0)
+
+
+# ----------------------------------------------------------------------------- re-ranker
+
+
+def test_rerank_predictions_equals_score_then_rerank(rng):
+    X, Y = random_problem(rng)
+    reranker = Reranker(gamma=3.0, alpha=0.6).fit(X, Y)
+    labels = random_candidates(rng, X.shape[0], Y.shape[1], 6)
+    scores = rng.random(labels.shape)
+    tails = reranker.scorer_.score(X, labels)
+    expected = rerank(labels, scores, tails, alpha=0.6)
+    got = reranker.rerank_predictions(X, labels, scores, k=6)
+    np.testing.assert_array_equal(got[0], expected[0])
+    np.testing.assert_allclose(got[1], expected[1], rtol=1e-12)
+
+
+def test_rerank_predictions_cuts_candidates_and_pads_k(rng):
+    X, Y = random_problem(rng, n_labels=12)
+    reranker = Reranker(gamma=3.0, n_candidates=4).fit(X, Y)
+    labels = random_candidates(rng, X.shape[0], Y.shape[1], 7, pad_fraction=0.0)
+    scores = rng.random(labels.shape)
+    top = np.argsort(-scores, axis=1, kind="stable")[:, :4]
+    cut_labels = np.take_along_axis(labels, top, axis=1)
+    cut_scores = np.take_along_axis(scores, top, axis=1)
+    expected = reranker.rerank_predictions(X, cut_labels, cut_scores, k=4)
+    got_labels, got_scores = reranker.rerank_predictions(X, labels, scores, k=6)
+    np.testing.assert_array_equal(got_labels[:, :4], expected[0])
+    np.testing.assert_allclose(got_scores[:, :4], expected[1])
+    assert np.all(got_labels[:, 4:] == -1) and np.all(got_scores[:, 4:] == 0.0)
+
+
+def test_state_round_trip(tmp_path, rng):
+    X, Y = random_problem(rng)
+    reranker = Reranker(method="linear", beta=0.4, gamma=5.0, n_candidates=7).fit(X, Y)
+    params, arrays = reranker._get_state()
+    assert all(name.startswith(STATE_PREFIX) for name in arrays)
+    # As an estimator would: nested settings, arrays beside its own.
+    save_model(
+        tmp_path / "model.npz", "ldsm", {"rerank": params}, {"tree.nodes": np.arange(3), **arrays}
+    )
+    _, loaded_params, loaded_arrays = load_model(tmp_path / "model.npz")
+    restored = Reranker._from_state(loaded_params["rerank"], loaded_arrays)
+    assert (restored.method, restored.beta, restored.gamma, restored.n_candidates) == (
+        "linear",
+        0.4,
+        5.0,
+        7,
+    )
+    labels = random_candidates(rng, X.shape[0], Y.shape[1], 5)
+    scores = rng.random(labels.shape)
+    for a, b in zip(
+        reranker.rerank_predictions(X, labels, scores, k=3),
+        restored.rerank_predictions(X, labels, scores, k=3),
+    ):
+        np.testing.assert_array_equal(a, b)
+    reranker.save(tmp_path / "reranker.npz")
+    again = Reranker.load(tmp_path / "reranker.npz")
+    np.testing.assert_array_equal(
+        again.scorer_.centroids_.toarray(), reranker.scorer_.centroids_.toarray()
+    )
+
+
+def corrupt(arrays, name, value):
+    changed = dict(arrays)
+    changed[STATE_PREFIX + name] = value
+    return changed
+
+
+def test_from_state_rejects_corrupt_states(rng):
+    X, Y = random_problem(rng)
+    params, arrays = Reranker().fit(X, Y)._get_state()
+    indices = arrays[STATE_PREFIX + "centroid_indices"]
+    data = arrays[STATE_PREFIX + "centroid_data"]
+    bad_arrays = [
+        {k: v for k, v in arrays.items() if not k.endswith("centroid_data")},
+        corrupt(arrays, "centroid_indices", indices.astype(np.int64)),
+        corrupt(
+            arrays,
+            "centroid_indices",
+            np.where(np.arange(indices.size) == 0, X.shape[1], indices).astype(np.int32),
+        ),
+        corrupt(
+            arrays, "centroid_data", np.where(np.arange(data.size) == 0, np.float32(np.nan), data)
+        ),
+        corrupt(arrays, "centroid_indptr", arrays[STATE_PREFIX + "centroid_indptr"][:-1]),
+        corrupt(arrays, "label_counts", -arrays[STATE_PREFIX + "label_counts"] - 1),
+    ]
+    for bad in bad_arrays:
+        with pytest.raises(ModelFormatError):
+            Reranker._from_state(params, bad)
+    for name, value in [
+        ("alpha", 2.0),
+        ("method", "best"),
+        ("n_labels", 0),
+        ("gamma", "30"),
+        ("n_features", None),
+    ]:
+        with pytest.raises(ModelFormatError):
+            Reranker._from_state({**params, name: value}, arrays)
+    with pytest.raises(ModelFormatError):
+        Reranker._from_state({k: v for k, v in params.items() if k != "gamma"}, arrays)
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"method": "harmonic"},
+        {"alpha": 1.5},
+        {"alpha": float("nan")},
+        {"beta": -0.1},
+        {"gamma": 0.0},
+        {"gamma": float("inf")},
+        {"gamma": True},
+        {"n_candidates": 0},
+        {"n_candidates": 2.5},
+        {"alpha": "0.8"},
+    ],
+)
+def test_bad_parameters_raise_value_error(kwargs):
+    with pytest.raises(ValueError):
+        Reranker(**kwargs)
+    blend = {k: v for k, v in kwargs.items() if k in ("method", "alpha", "beta")}
+    if blend:
+        with pytest.raises(ValueError):
+            rerank([[0]], [[1.0]], [[0.5]], **blend)
+
+
+def test_bad_candidate_arrays_raise(rng):
+    X, Y = random_problem(rng)
+    reranker = Reranker().fit(X, Y)
+    n = X.shape[0]
+    good_labels = np.zeros((n, 2), dtype=np.int32)
+    good_scores = np.ones((n, 2))
+    bad_calls = [
+        (X, np.full((n, 2), Y.shape[1]), good_scores),  # id out of range
+        (X, np.full((n, 2), -2), good_scores),  # below -1
+        (X, good_labels.astype(float), good_scores),  # not integers
+        (X, good_labels, np.ones((n, 3))),  # shape mismatch
+        (X, good_labels, np.full((n, 2), np.nan)),  # NaN score
+        (X, good_labels, -good_scores),  # negative (geometric)
+        (X[:5], good_labels, good_scores),  # row count mismatch
+        (np.hstack([X, X]), good_labels, good_scores),  # too many features
+        (X, good_labels[0], good_scores[0]),  # 1-D
+    ]
+    for X_bad, labels, scores in bad_calls:
+        with pytest.raises(DataFormatError):
+            reranker.rerank_predictions(X_bad, labels, scores, k=2)
+    with pytest.raises(ValueError):
+        reranker.rerank_predictions(X, good_labels, good_scores, k=0)
+    with pytest.raises(DataFormatError):
+        rerank(good_labels, good_scores, np.full((n, 2), 1.5))
+    with pytest.raises(DataFormatError):
+        rerank(np.full((n, 2), 2**31, dtype=np.int64), good_scores, good_scores * 0.5)
+    with pytest.raises(DataFormatError):
+        rerank(good_labels, good_scores, np.full((n, 2), np.nan))
+    with pytest.raises(NotFittedError):
+        Reranker().rerank_predictions(X, good_labels, good_scores)
+    with pytest.raises(NotFittedError):
+        TailScorer().score(X, good_labels)
+
+
+def test_partial_ranking_keeps_the_top(rng):
+    labels = random_candidates(rng, 25, 30, 12)
+    keys = np.round(rng.random(labels.shape), 1)  # many ties
+    full = _rerank.rank_candidates(labels, keys)
+    partial = _rerank.rank_candidates(labels, keys, 4)
+    n_real = (labels >= 0).sum(axis=1)
+    for i in range(labels.shape[0]):
+        top = min(4, n_real[i])
+        np.testing.assert_array_equal(partial[i, :top], full[i, :top])
+        assert sorted(partial[i, : n_real[i]]) == sorted(full[i, : n_real[i]])
+        np.testing.assert_array_equal(partial[i, n_real[i] :], full[i, n_real[i] :])
+
+
+def test_rank_candidates_kernel_on_edge_shapes():
+    empty = _rerank.rank_candidates(np.zeros((0, 3), dtype=np.int32), np.zeros((0, 3)))
+    assert empty.shape == (0, 3)
+    order = _rerank.rank_candidates(
+        np.array([[-1, 4, 2, -1]], dtype=np.int32), np.array([[9.0, -np.inf, -np.inf, 1.0]])
+    )
+    np.testing.assert_array_equal(order, [[2, 1, 0, 3]])
+    with pytest.raises(ValueError):
+        _rerank.rank_candidates(np.zeros((2, 3), dtype=np.int32), np.zeros((2, 4)))
+
+
+def test_propensity_weighted_targets(rng):
+    metrics = pytest.importorskip("xmltree.metrics")
+    if not hasattr(metrics, "inverse_propensity"):
+        pytest.skip("xmltree.metrics.inverse_propensity not available yet")
+    Y = (rng.random((50, 7)) < 0.3).astype(np.float32)
+    weighted = propensity_weighted_targets(Y, A=0.55, B=1.5)
+    n = Y.shape[0]
+    frequencies = Y.sum(axis=0)
+    c = (math.log(n) - 1) * (1.5 + 1) ** 0.55
+    inverse = 1 + c * (frequencies + 1.5) ** -0.55
+    np.testing.assert_allclose(weighted.toarray(), Y * inverse[None, :], rtol=1e-5)
