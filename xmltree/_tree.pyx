@@ -332,15 +332,17 @@ cdef class Forest:
         usage = np.bincount(self.weight_indices, minlength=self.n_features)
         self.feature_slot = np.empty(self.n_features, dtype=np.int32)
         self.feature_slot[np.argsort(-usage, kind="stable")] = np.arange(self.n_features)
-        entry_row = np.repeat(np.arange(row_lengths.size), row_lengths)
-        entry_node, entry_child = np.divmod(entry_row, self.arity)
-        in_dense = dense[entry_node]
         self.dense_weights = np.zeros(max(1, int(dense.sum()) * block), dtype=np.float32)
-        positions = (self.dense_offset[entry_node[in_dense]]
-                     + self.feature_slot[self.weight_indices[in_dense]].astype(np.int64)
-                     * self.arity
-                     + entry_child[in_dense])
-        self.dense_weights[positions] = self.weight_values[in_dense]
+        # One regressor at a time: per-entry index arrays over the whole
+        # forest would cost ~40 bytes per stored weight at peak.
+        for node in np.flatnonzero(dense):
+            for child in range(self.arity):
+                row = node * self.arity + child
+                start, end = self.weight_indptr[row], self.weight_indptr[row + 1]
+                positions = (self.dense_offset[node] + child
+                             + self.feature_slot[self.weight_indices[start:end]].astype(np.int64)
+                             * self.arity)
+                self.dense_weights[positions] = self.weight_values[start:end]
 
     cdef void _fill_arrays(self):
         cdef const offset_t[::1] tree_offset = self.tree_offset
