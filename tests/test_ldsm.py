@@ -1,12 +1,12 @@
 """Tests of the LdSM estimator: parameters, prediction, persistence, fitting."""
 
-import json
 import logging
 import zipfile
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from test_persistence import rewrite_meta
 from test_tree import (
     random_features,
     random_flat_tree,
@@ -243,15 +243,6 @@ def test_tampered_model_contents_are_refused(rng, tmp_path, tamper):
         LdSM.load(path)
 
 
-def _rewrite_meta(path, **changes):
-    with np.load(path) as archive:
-        contents = {name: archive[name] for name in archive.files}
-    meta = json.loads(contents["__meta__"].tobytes())
-    meta.update(changes)
-    contents["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    np.savez(path, **contents)
-
-
 def test_damaged_model_files_are_refused(rng, tmp_path):
     model, _ = model_from_random_trees(rng)
     path = tmp_path / "model.npz"
@@ -263,12 +254,12 @@ def test_damaged_model_files_are_refused(rng, tmp_path):
         LdSM.load(path)
 
     path.write_bytes(good)
-    _rewrite_meta(path, format_version=999)
+    rewrite_meta(path, format_version=999)
     with pytest.raises(ModelFormatError, match="version"):
         LdSM.load(path)
 
     path.write_bytes(good)
-    _rewrite_meta(path, kind="lomtree")
+    rewrite_meta(path, kind="lomtree")
     with pytest.raises(ModelFormatError, match="lomtree"):
         LdSM.load(path)
 

@@ -10,6 +10,16 @@ from xmltree._persistence import FORMAT_VERSION, load_model, save_model
 from xmltree.exceptions import ModelFormatError
 
 
+def rewrite_meta(path, **changes):
+    """Edit the JSON metadata of a saved model file in place (to forge bad files)."""
+    with np.load(path) as archive:
+        contents = {name: archive[name] for name in archive.files}
+    meta = json.loads(contents["__meta__"].tobytes())
+    meta.update(changes)
+    contents["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    np.savez(path, **contents)
+
+
 def _arrays():
     return {"a": np.arange(5, dtype=np.int32), "b": np.linspace(0, 1, 7, dtype=np.float32)}
 
@@ -43,19 +53,10 @@ def test_wrong_kind_is_refused(tmp_path):
         load_model(path, kind="lomtree")
 
 
-def _rewrite_meta(path, **changes):
-    with np.load(path) as archive:
-        contents = {name: archive[name] for name in archive.files}
-    meta = json.loads(contents["__meta__"].tobytes())
-    meta.update(changes)
-    contents["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    np.savez(path, **contents)
-
-
 def test_other_format_version_is_refused(tmp_path):
     path = tmp_path / "model.npz"
     save_model(path, "ldsm", {}, _arrays())
-    _rewrite_meta(path, format_version=FORMAT_VERSION + 1)
+    rewrite_meta(path, format_version=FORMAT_VERSION + 1)
     with pytest.raises(ModelFormatError, match="version"):
         load_model(path)
 
@@ -84,3 +85,23 @@ def test_foreign_npz_and_truncated_file_and_pickles_are_refused(tmp_path):
     not_zip.write_text("hello")
     with pytest.raises(ModelFormatError):
         load_model(not_zip)
+
+
+def test_top_level_load_returns_the_saved_kind(tmp_path):
+    import xmltree
+    from xmltree.datasets import make_synthetic
+
+    X, y = make_synthetic(200, 40, 5, multiclass=True, random_state=0)
+    models = [
+        xmltree.LOMTree(random_state=0).fit(X, y),
+        xmltree.LearnedTree(dim=8, epochs=1, random_state=0).fit(X, y),
+    ]
+    for model in models:
+        path = tmp_path / f"{model._KIND}.npz"
+        model.save(path)
+        loaded = xmltree.load(path)
+        assert type(loaded) is type(model)
+        np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    save_model(tmp_path / "odd.npz", "forest-of-ents", {}, _arrays())
+    with pytest.raises(ModelFormatError, match="unknown model kind"):
+        xmltree.load(tmp_path / "odd.npz")
