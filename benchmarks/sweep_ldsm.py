@@ -46,6 +46,8 @@ def main(argv=None) -> None:
     parser.add_argument("--lambda1", type=float, nargs="+", default=[2.0])
     parser.add_argument("--lambda2", type=float, nargs="+", default=[1.0])
     parser.add_argument("--routing", nargs="+", default=["margin"])
+    parser.add_argument("--weight-threshold", type=float, nargs="+", default=[None],
+                        help="stored-weight threshold (default: 1 / n_features)")
     parser.add_argument("--row-norm", nargs="+", default=["none"], choices=["none", "l2"])
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
@@ -53,28 +55,31 @@ def main(argv=None) -> None:
     X_train, Y_train, X_test, Y_test = load_split(args.data_home, args.dataset)
     inv_propensity = inverse_propensity(Y_train)
     grid = itertools.product(args.row_norm, args.arity, args.max_nodes, args.epochs,
-                             args.learning_rate, args.lambda1, args.lambda2, args.routing)
+                             args.learning_rate, args.lambda1, args.lambda2, args.routing,
+                             args.weight_threshold)
     rows = []
-    print("norm arity nodes epochs lr    l1   l2  routing |  P@1   P@3   P@5 |"
-          " PSP@1 PSP@3 PSP@5 | cpu s")
-    for norm, arity, nodes, epochs, lr, l1, l2, routing in grid:
+    print("norm arity nodes epochs lr    l1   l2  routing  w_min |  P@1   P@3   P@5 |"
+          " PSP@1 PSP@3 PSP@5 | cpu s | weights")
+    for norm, arity, nodes, epochs, lr, l1, l2, routing, w_min in grid:
         Xtr, Xte = (l2_rows(X_train), l2_rows(X_test)) if norm == "l2" else (X_train, X_test)
         model = xmltree.LdSM(n_trees=args.n_trees, arity=arity, max_nodes=nodes, epochs=epochs,
                              learning_rate=lr, lambda1=l1, lambda2=l2, routing=routing,
-                             random_state=0, n_jobs=args.n_jobs)
+                             weight_threshold=w_min, random_state=0, n_jobs=args.n_jobs)
         cpu = time.process_time()
         model.fit(Xtr, Y_train)
         cpu = time.process_time() - cpu
         labels, _ = model.predict(Xte, k=5)
         result = evaluate(Y_test, labels, inv_propensity=inv_propensity)
         setting = dict(row_norm=norm, arity=arity, max_nodes=nodes, epochs=epochs,
-                       learning_rate=lr, lambda1=l1, lambda2=l2, routing=routing)
-        rows.append({**setting, **result, "train_cpu_s": cpu})
+                       learning_rate=lr, lambda1=l1, lambda2=l2, routing=routing,
+                       weight_threshold=w_min)
+        n_weights = sum(tree["weight_values"].size for tree in model.trees_)
+        rows.append({**setting, **result, "train_cpu_s": cpu, "n_weights": n_weights})
         print(f"{norm:>4} {arity:>5} {nodes:>5} {epochs:>6} {lr:<5} {l1:>4} {l2:>4} "
-              f"{routing:>8} | "
+              f"{routing:>8} {w_min or 1 / X_train.shape[1]:6.4f} | "
               + " ".join(f"{100 * result[f'P@{k}']:5.2f}" for k in (1, 3, 5)) + " | "
               + " ".join(f"{100 * result[f'PSP@{k}']:5.2f}" for k in (1, 3, 5))
-              + f" | {cpu:5.1f}", flush=True)
+              + f" | {cpu:5.1f} | {n_weights}", flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
 

@@ -98,3 +98,34 @@ def test_rerank_needs_a_model_trained_with_it(tmp_path, split_files, capsys):
     assert main(["-q", "predict", str(test), "--model", str(reranking), "--output",
                  str(output), "--rerank"]) == 0
     assert len(output.read_text().splitlines()) == 101
+
+
+def test_lomtree_learner_trains_on_most_frequent_labels_and_predicts(tmp_path, split_files,
+                                                                    capsys):
+    train, test = split_files
+    model, output = tmp_path / "lom.npz", tmp_path / "pred.txt"
+    assert main(["train", str(train), "--model", str(model), "--learner", "lomtree",
+                 "--epochs", "2", "--seed", "0", "--test", str(test)]) == 0
+    assert "lomtree" in capsys.readouterr().out
+    assert main(["-q", "predict", str(test), "--model", str(model), "--output", str(output),
+                 "-k", "3"]) == 0
+    lines = output.read_text().splitlines()
+    assert len(lines) == 101 and all(len(line.split()) == 3 for line in lines[1:])
+    assert main(["-q", "train", str(train), "--model", str(model), "--learner", "lomtree",
+                 "--lambda1", "2"]) == 1
+    assert "--lambda1 do(es) not apply to --learner lomtree" in capsys.readouterr().err
+
+
+def test_learned_tree_learner_trains_on_labelled_text(tmp_path, capsys):
+    text = tmp_path / "train.txt"
+    documents = ["__label__food pizza pasta salad", "__label__bank balance account money",
+                 "__label__food bread cheese pizza", "__label__bank loan money account"] * 10
+    text.write_text("\n".join(documents) + "\n")
+    model, output = tmp_path / "lt.npz", tmp_path / "pred.txt"
+    assert main(["-q", "train", str(text), "--model", str(model), "--learner", "learned-tree",
+                 "--dim", "8", "--epochs", "30", "--learning-rate", "0.5", "--seed", "0"]) == 0
+    queries = tmp_path / "queries.txt"
+    queries.write_text("pizza and salad\nmy account balance\n")
+    assert main(["-q", "predict", str(queries), "--model", str(model), "--output",
+                 str(output), "-k", "1"]) == 0
+    assert [line.split(":")[0] for line in output.read_text().splitlines()] == ["food", "bank"]

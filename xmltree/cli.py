@@ -74,7 +74,12 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=_run_demo)
 
     train = commands.add_parser("train", help="fit a model on a data file and save it")
-    train.add_argument("data", type=Path, help="training data file")
+    train.add_argument("data", type=Path,
+                       help="training data file (learned-tree: text, one document per line "
+                       "with fastText '__label__NAME' prefixes)")
+    train.add_argument("--learner", choices=LEARNERS, default=LEARNERS[0],
+                       help="ldsm (multi-label, default), lomtree (multiclass: each row's "
+                       "most frequent label), learned-tree (text)")
     train.add_argument("--model", type=Path, required=True, help="where to save the model")
     train.add_argument("--test", type=Path, help="also evaluate on this file")
     _add_format_option(train)
@@ -86,11 +91,13 @@ def _build_parser() -> argparse.ArgumentParser:
     predict.add_argument("data", type=Path, help="data file (its labels are ignored)")
     predict.add_argument("--model", type=Path, required=True, help="a saved model")
     predict.add_argument("--output", type=Path, required=True,
-                         help="prediction file: header 'N L', then 'label:score ...' per row")
+                         help="prediction file: header 'N L', then 'label:score ...' per row "
+                         "(learned-tree: 'name:probability ...' per document)")
     predict.add_argument("-k", type=int, default=5, help="labels per row (default 5)")
     predict.add_argument("--rerank", action="store_true",
-                         help="re-rank with the model's tail-label re-ranker")
-    predict.add_argument("--n-jobs", type=int, default=-1, help="threads (default: all)")
+                         help="re-rank with the model's tail-label re-ranker (LdSM)")
+    predict.add_argument("--n-jobs", type=int, default=None,
+                         help="threads (default: as the model was trained)")
     _add_format_option(predict)
     predict.set_defaults(handler=_run_predict)
 
@@ -126,27 +133,39 @@ def _add_format_option(parser: argparse.ArgumentParser) -> None:
                         "file (xc, default) or libsvm/svmlight multi-label")
 
 
-def _add_model_options(parser: argparse.ArgumentParser) -> None:
-    from .ldsm import LdSM
+#: Learners of ``train --learner``; the first is the default.
+LEARNERS = ("ldsm", "lomtree", "learned-tree")
 
-    defaults = LdSM().get_params()
-    group = parser.add_argument_group("LdSM hyper-parameters")
-    for name, kind, text in (
-        ("n_trees", int, "trees in the ensemble"),
-        ("arity", int, "children per node (M)"),
-        ("max_nodes", int, "node budget per tree"),
-        ("epochs", int, "passes over the examples of each node"),
-        ("lambda1", float, "weight of the class-integrity term"),
-        ("lambda2", float, "weight of the multi-way penalty"),
-        ("learning_rate", float, "step size"),
-    ):
-        group.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind,
-                           default=defaults[name], help=f"{text} (default {defaults[name]})")
-    group.add_argument("--optimizer", choices=("nag", "sgd"), default=defaults["optimizer"],
-                       help=f"regressor update (default {defaults['optimizer']})")
+#: Hyper-parameter options: (name, type or choices, help). Each defaults to the
+#: chosen learner's own default; naming one the learner lacks is an error.
+_HYPER_PARAMETERS = (
+    ("n_trees", int, "LdSM: trees in the ensemble"),
+    ("arity", int, "LdSM, learned-tree: children per node (M)"),
+    ("max_nodes", int, "LdSM: node budget per tree"),
+    ("epochs", int, "passes over the data (LdSM: over each node's examples)"),
+    ("lambda1", float, "LdSM: weight of the class-integrity term"),
+    ("lambda2", float, "LdSM: weight of the multi-way penalty"),
+    ("learning_rate", float, "step size"),
+    ("optimizer", ("nag", "sgd"), "LdSM, LOMtree: regressor update"),
+    ("max_internal_nodes", int, "LOMtree: node budget (default: classes - 1)"),
+    ("swap_resistance", float, "LOMtree: swap resistance RS"),
+    ("dim", int, "learned-tree: embedding dimension"),
+    ("tree", ("learned", "huffman", "random", "flat"), "learned-tree: label tree"),
+    ("ngrams", int, "learned-tree: longest word n-gram"),
+    ("n_jobs", int, "threads (default: the learner's; LdSM: all cores)"),
+)
+
+
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("hyper-parameters (default: the learner's own)")
+    for name, kind, text in _HYPER_PARAMETERS:
+        flag = f"--{name.replace('_', '-')}"
+        if isinstance(kind, tuple):
+            group.add_argument(flag, dest=name, choices=kind, help=text)
+        else:
+            group.add_argument(flag, dest=name, type=kind, help=text)
     group.add_argument("--rerank", action="store_true",
-                       help="also fit the tail-label re-ranker (for 'predict --rerank')")
-    group.add_argument("--n-jobs", type=int, default=-1, help="threads (default: all)")
+                       help="LdSM: also fit the tail-label re-ranker (for 'predict --rerank')")
 
 
 # --------------------------------------------------------------------------- handlers
@@ -159,15 +178,24 @@ def _read(path: Path, fmt: str, **shape):
     return reader(path, **shape)
 
 
-def _model_from_args(args):
-    from .ldsm import LdSM
+def _model_from_args(args, learner: str = "ldsm"):
+    """Build the estimator of ``learner`` from the options the user gave."""
+    from . import LdSM, LearnedTree, LOMTree
 
-    return LdSM(
-        n_trees=args.n_trees, arity=args.arity, max_nodes=args.max_nodes, epochs=args.epochs,
-        lambda1=args.lambda1, lambda2=args.lambda2, learning_rate=args.learning_rate,
-        optimizer=args.optimizer, rerank=args.rerank, random_state=args.seed, n_jobs=args.n_jobs,
-        verbose=not args.quiet,
-    )
+    cls = {"ldsm": LdSM, "lomtree": LOMTree, "learned-tree": LearnedTree}[learner]
+    accepted = set(cls._param_names())
+    given = {name: getattr(args, name) for name, _, _ in _HYPER_PARAMETERS
+             if getattr(args, name) is not None}
+    if args.rerank:
+        given["rerank"] = True
+    foreign = sorted(set(given) - accepted)
+    if foreign:
+        flags = ", ".join("--" + name.replace("_", "-") for name in foreign)
+        raise ValueError(f"{flags} do(es) not apply to --learner {learner}")
+    given["random_state"] = args.seed
+    if "verbose" in accepted:
+        given["verbose"] = not args.quiet
+    return cls(**given)
 
 
 def _run_demo(args) -> int:
@@ -196,32 +224,83 @@ def _run_demo(args) -> int:
 
 
 def _run_train(args) -> int:
+    if args.learner == "learned-tree":
+        return _train_learned_tree(args)
     X_train, Y_train = _read(args.data, args.format)
     _print_summary("train", X_train, Y_train)
-    model = _model_from_args(args)
+    model = _model_from_args(args, args.learner)
+    targets = None
+    if args.learner == "lomtree":
+        from .lomtree import to_multiclass
+
+        # LOMtree is multiclass: it learns each row's most frequent label.
+        targets, rows = to_multiclass(Y_train, rule="most_frequent")
+        X_train, Y_train = X_train[rows], Y_train[rows]
     if args.test is not None:
         X_test, Y_test = _read(args.test, args.format, n_features=X_train.shape[1],
                                n_labels=Y_train.shape[1])
-        _print_metrics({"LdSM": _fit_and_evaluate(model, X_train, Y_train, X_test, Y_test)})
+        results = _fit_and_evaluate(model, X_train, Y_train, X_test, Y_test, targets)
+        _print_metrics({args.learner: results})
     else:
         start = time.perf_counter()
-        model.fit(X_train, Y_train)
+        model.fit(X_train, Y_train if targets is None else targets)
         logger.info("trained in %.1f s", time.perf_counter() - start)
     model.save(args.model)
     logger.info("model saved to %s", args.model)
     return 0
 
 
-def _run_predict(args) -> int:
-    from .datasets import write_predictions
-    from .ldsm import LdSM
+def _train_learned_tree(args) -> int:
+    from .learned_tree import fit_text_file
 
-    model = LdSM.load(args.model)
-    model.n_jobs = args.n_jobs
-    X, _ = _read(args.data, args.format, n_features=model.n_features_)
-    labels, scores = model.predict(X, k=args.k, rerank=args.rerank)
-    write_predictions(args.output, labels, scores, n_labels=model.n_labels_)
+    if args.test is not None:
+        raise ValueError("--test is not supported with --learner learned-tree; "
+                         "use 'xmltree predict' on the test file")
+    model = _model_from_args(args, "learned-tree")
+    start = time.perf_counter()
+    fit_text_file(args.data, args.model, **model.get_params())
+    logger.info("trained in %.1f s; model saved to %s", time.perf_counter() - start, args.model)
+    return 0
+
+
+def _run_predict(args) -> int:
+    import xmltree
+
+    from .datasets import write_predictions
+
+    model = xmltree.load(args.model)
+    if args.n_jobs is not None:
+        model.n_jobs = args.n_jobs
+    if isinstance(model, xmltree.LearnedTree):
+        return _predict_text(model, args)
+    if args.rerank and not isinstance(model, xmltree.LdSM):
+        raise ValueError("--rerank needs an LdSM model")
+    if isinstance(model, xmltree.LdSM):
+        X, _ = _read(args.data, args.format, n_features=model.n_features_)
+        labels, scores = model.predict(X, k=args.k, rerank=args.rerank)
+        n_labels = model.n_labels_
+    else:
+        X, _ = _read(args.data, args.format, n_features=model.n_features_in_)
+        labels, scores = model.predict_topk(X, k=min(args.k, model.classes_.size))
+        n_labels = int(model.classes_.max()) + 1
+    write_predictions(args.output, labels, scores, n_labels=n_labels)
     logger.info("wrote top-%d predictions of %d rows to %s", args.k, X.shape[0], args.output)
+    return 0
+
+
+def _predict_text(model, args) -> int:
+    """Write ``label:probability`` pairs, best first, for each line of a text file."""
+    from ._atomic import atomic_write
+
+    with open(args.data, encoding="utf-8") as handle:
+        texts = [" ".join(token for token in line.split() if not token.startswith("__label__"))
+                 for line in handle]
+    indices, log_proba = model.predict_topk(texts, k=min(args.k, model.classes_.size))
+    with atomic_write(args.output, "w", encoding="utf-8") as out:
+        for row_labels, row_scores in zip(model.classes_[indices], np.exp(log_proba)):
+            out.write(" ".join(f"{label}:{score:.6g}" for label, score in
+                               zip(row_labels, row_scores)) + "\n")
+    logger.info("wrote top-%d labels of %d documents to %s", args.k, len(texts), args.output)
     return 0
 
 
@@ -261,17 +340,25 @@ def _run_datasets_info(args) -> int:
 # --------------------------------------------------------------------------- helpers
 
 
-def _fit_and_evaluate(model, X_train, Y_train, X_test, Y_test) -> dict:
-    """Fit ``model``, predict the test set, and return metrics with timings."""
+def _fit_and_evaluate(model, X_train, Y_train, X_test, Y_test, targets=None) -> dict:
+    """Fit ``model``, rank the test set's top 5, and return metrics with timings.
+
+    ``targets`` replaces ``Y_train`` for fitting (LOMtree's one class per
+    row); ``Y_train`` still gives the label propensities.
+    """
     start, cpu_start = time.perf_counter(), time.process_time()
-    model.fit(X_train, Y_train)
+    model.fit(X_train, Y_train if targets is None else targets)
     train_wall, train_cpu = time.perf_counter() - start, time.process_time() - cpu_start
     start = time.perf_counter()
-    scores = model.predict_scores(X_test)
+    if hasattr(model, "predict_topk"):
+        rankings, _ = model.predict_topk(X_test, k=min(5, model.classes_.size))
+    else:
+        rankings, _ = model.predict(X_test, k=5)
     predict_ms = 1000 * (time.perf_counter() - start) / max(X_test.shape[0], 1)
-    results = _evaluate(Y_test, scores, Y_train)
+    results = _evaluate(Y_test, rankings.astype(np.int64), Y_train)
     results.update({"train_s": train_wall, "train_cpu_s": train_cpu,
-                    "predict_ms_per_example": predict_ms, "max_depth": int(max(model.depth_))})
+                    "predict_ms_per_example": predict_ms,
+                    "max_depth": int(np.max(model.depth_))})
     return results
 
 
