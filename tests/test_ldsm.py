@@ -76,7 +76,7 @@ def test_invalid_parameters_are_reported_at_fit(name, value):
 def test_get_set_params_and_repr():
     model = LdSM(n_trees=5, routing="sigmoid")
     params = model.get_params()
-    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 14
+    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 15
     assert model.set_params(arity=3, verbose=True) is model
     assert model.arity == 3
     assert repr(model) == "LdSM(n_trees=5, arity=3, routing='sigmoid', verbose=True)"

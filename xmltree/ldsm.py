@@ -23,13 +23,14 @@ import scipy.sparse as sp
 from tqdm.auto import tqdm
 
 from ._base import Estimator, check_choice, check_int, check_real, check_seed, is_int, n_threads
+from ._streaming import predict_xc_file
 from ._tree import TREE_ARRAYS, Forest
 from ._validation import check_features, check_labels
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 from .rerank import STATE_PREFIX as RERANK_PREFIX
 from .rerank import Reranker
 
-__all__ = ["LdSM", "NotFittedError"]
+__all__ = ["LdSM", "NotFittedError", "merge"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +77,14 @@ class LdSM(Estimator):
         ``numpy.random.SeedSequence(random_state)``, so a given seed gives
         bit-identical models whatever ``n_jobs`` is. ``None`` draws fresh
         entropy.
+    first_tree : int, default=0
+        Index of this model's first tree in the ensemble seeded by
+        ``random_state``: the model grows trees ``first_tree`` to
+        ``first_tree + n_trees - 1`` of ``LdSM(n_trees=first_tree + n_trees,
+        random_state=random_state)``, bit for bit. Shards trained apart with
+        the same ``random_state`` and consecutive ranges (``first_tree=0,
+        n_trees=5``, then ``first_tree=5, n_trees=5``) and joined with
+        :func:`merge` reproduce the single fit exactly.
     rerank : bool, default=False
         Also fit a tail-label re-ranker (:class:`xmltree.rerank.Reranker`,
         PfastreXML-style) on the training data, for ``predict(..., rerank=True)``.
@@ -84,7 +93,8 @@ class LdSM(Estimator):
         Threads for training (one tree per thread) and prediction (examples
         split across threads), with joblib's convention: ``None`` means 1,
         ``-1`` all cores, ``-2`` all but one, and so on. Results do not
-        depend on it.
+        depend on it. Inside ``joblib.parallel_backend("dask")`` the trees
+        are trained as tasks of a Dask cluster instead, with the same result.
     verbose : bool, default=False
         Show a progress bar of trees (and nodes expanded) while fitting.
 
@@ -113,8 +123,8 @@ class LdSM(Estimator):
 
     def __init__(self, n_trees=10, arity=2, max_nodes=1000, epochs=20, lambda1=2.0,
                  lambda2=1.0, optimizer="nag", learning_rate=0.1, routing="margin",
-                 weight_threshold=0.05, rerank=False, random_state=None, n_jobs=-1,
-                 verbose=False):
+                 weight_threshold=0.05, rerank=False, random_state=None, first_tree=0,
+                 n_jobs=-1, verbose=False):
         self.n_trees = n_trees
         self.arity = arity
         self.max_nodes = max_nodes
@@ -127,6 +137,7 @@ class LdSM(Estimator):
         self.weight_threshold = weight_threshold
         self.rerank = rerank
         self.random_state = random_state
+        self.first_tree = first_tree
         self.n_jobs = n_jobs
         self.verbose = verbose
 
@@ -152,6 +163,7 @@ class LdSM(Estimator):
         check_choice("routing", params["routing"], _ROUTINGS)
         check_choice("rerank", params["rerank"], (True, False))
         check_seed(params["random_state"])
+        check_int("first_tree", params["first_tree"], 0)
         n_threads(params["n_jobs"])
         return params
 
@@ -191,9 +203,12 @@ class LdSM(Estimator):
         X, Y = _drop_unlabelled(X, Y)
         if params["weight_threshold"] is None:
             params["weight_threshold"] = 1.0 / X.shape[1]
+        # generate_state(n)[:m] == generate_state(m): tree t always gets word t,
+        # which is what makes first_tree shards merge into the single fit.
+        first = params["first_tree"]
         seeds = np.random.SeedSequence(params["random_state"]).generate_state(
-            params["n_trees"], dtype=np.uint64
-        )
+            first + params["n_trees"], dtype=np.uint64
+        )[first:]
         trees = _build_trees(X, Y, params, seeds)
         self._set_trees(trees, X.shape[1], Y.shape[1])
         if params["rerank"]:
@@ -263,6 +278,52 @@ class LdSM(Estimator):
         labels, scores = forest.predict_top_k(X, n_candidates, n_threads(self.n_jobs))
         labels, scores = self.reranker_.rerank_predictions(X, labels, scores, int(k))
         return labels, scores.astype(np.float32)
+
+    def predict_file(self, path_in, path_out, k: int = 5, chunk_size: int = 10000,
+                     rerank: bool = False) -> int:
+        """Predict every row of an XC data file and write the ranked labels to disk.
+
+        The input is read ``chunk_size`` rows at a time and each chunk's
+        predictions are appended to a temporary file, which replaces
+        ``path_out`` once all rows are done; memory stays bounded by one
+        chunk however large the file. The output is exactly what
+        ``write_predictions(path_out, *self.predict(X, k, rerank), n_labels_)``
+        writes for the whole file.
+
+        Parameters
+        ----------
+        path_in : str or os.PathLike
+            Data in the Extreme Classification Repository format (header
+            ``N D L``; the labels are checked but not used).
+        path_out : str or os.PathLike
+            Destination: header ``N L``, then one line of ``label:score``
+            tokens per row, best first (see
+            :func:`xmltree.datasets.write_predictions`).
+        k : int, default=5
+            Labels per row, as in :meth:`predict`.
+        chunk_size : int, default=10000
+            Rows read and predicted at a time, >= 1.
+        rerank : bool, default=False
+            As in :meth:`predict`.
+
+        Returns
+        -------
+        int
+            Number of rows predicted.
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            On an invalid ``k``, ``chunk_size`` or ``rerank``.
+        DataFormatError
+            If the input file is malformed or wider than the training data;
+            ``path_out`` is then left as it was.
+        """
+        self._fitted_forest()
+        return predict_xc_file(self, path_in, path_out, k=k, chunk_size=chunk_size,
+                               rerank=rerank)
 
     def predict_scores(self, X) -> sp.csr_matrix:
         """Return all non-zero ensemble scores.
@@ -399,6 +460,133 @@ class LdSM(Estimator):
 
 
 # ----------------------------------------------------------------------
+# Merging shards of one ensemble
+# ----------------------------------------------------------------------
+
+#: Hyper-parameters that may differ between the shards given to :func:`merge`.
+_SHARD_PARAMS = ("n_trees", "random_state", "first_tree", "n_jobs", "verbose")
+
+
+def merge(models) -> LdSM:
+    """Join fitted LdSM models into one ensemble holding all their trees.
+
+    Use it to train an ensemble in shards (on different machines, or at
+    different times) and serve it as one model. The merged model's scores
+    are the average over all its trees, i.e. the tree-count-weighted average
+    of the shards' scores.
+
+    To reproduce ``LdSM(n_trees=N, random_state=s).fit(X, Y)`` bit for bit,
+    train the shards with the same ``random_state=s`` and consecutive tree
+    ranges, e.g. ``LdSM(n_trees=3, random_state=s, first_tree=0)`` and
+    ``LdSM(n_trees=2, random_state=s, first_tree=3)``, and merge them in
+    that order. The merged model then records ``random_state=s`` and the
+    first shard's ``first_tree``; otherwise it records ``random_state=None``.
+
+    Parameters
+    ----------
+    models : sequence of LdSM
+        Fitted models, in tree order. They must agree on ``n_features_``,
+        ``n_labels_`` and every hyper-parameter except ``n_trees``,
+        ``random_state``, ``first_tree``, ``n_jobs`` and ``verbose``; with
+        ``rerank=True`` their re-rankers must be identical (fitted on the
+        same data with the same settings).
+
+    Returns
+    -------
+    LdSM
+        A new fitted model; the inputs are not modified.
+
+    Raises
+    ------
+    ValueError
+        If fewer than one model is given, a model is not an LdSM, the models
+        are incompatible, or two shards hold the same tree (same
+        ``random_state`` and overlapping tree ranges).
+    NotFittedError
+        If a model is not fitted.
+    """
+    models = list(models)
+    if not models or not all(isinstance(model, LdSM) for model in models):
+        raise ValueError("merge needs a non-empty sequence of LdSM models")
+    for model in models:
+        model._fitted_forest()
+    _check_compatible(models)
+    hyper = models[0].get_params()
+    hyper["n_trees"] = sum(len(model.trees_) for model in models)
+    if not _consecutive_shards(models):
+        hyper["random_state"], hyper["first_tree"] = None, 0
+    merged = LdSM(**hyper)
+    trees = [tree for model in models for tree in model.trees_]
+    merged._set_trees(trees, models[0].n_features_, models[0].n_labels_)
+    if models[0].reranker_ is not None:
+        params, arrays = models[0].reranker_._get_state()
+        merged.reranker_ = Reranker._from_state(params, arrays)
+    return merged
+
+
+def _check_compatible(models: list[LdSM]) -> None:
+    """Raise ValueError naming the first property on which the models differ."""
+    reference = _merge_signature(models[0])
+    for index, model in enumerate(models[1:], start=1):
+        for name, value in _merge_signature(model).items():
+            if value != reference[name]:
+                raise ValueError(f"cannot merge: model {index} has {name}={value!r}, "
+                                 f"model 0 has {reference[name]!r}")
+        if models[0].reranker_ is not None and not _same_reranker(models[0].reranker_,
+                                                                  model.reranker_):
+            raise ValueError(f"cannot merge: the re-ranker of model {index} differs from "
+                             "model 0's (fitted on other data or with other settings)")
+    _check_no_shared_trees(models)
+
+
+def _merge_signature(model: LdSM) -> dict:
+    """What must be equal for two models to be shards of one ensemble."""
+    signature = {name: value for name, value in model.get_params().items()
+                 if name not in _SHARD_PARAMS}
+    signature["n_features_"], signature["n_labels_"] = model.n_features_, model.n_labels_
+    return signature
+
+
+def _same_reranker(a: Reranker, b: Reranker) -> bool:
+    """True when two fitted re-rankers have identical settings and arrays."""
+    params_a, arrays_a = a._get_state()
+    params_b, arrays_b = b._get_state()
+    return params_a == params_b and arrays_a.keys() == arrays_b.keys() and all(
+        np.array_equal(arrays_a[name], arrays_b[name]) for name in arrays_a)
+
+
+def _tree_range(model: LdSM) -> range:
+    """Indices of the model's trees in the ensemble seeded by its random_state."""
+    return range(model.first_tree, model.first_tree + len(model.trees_))
+
+
+def _check_no_shared_trees(models: list[LdSM]) -> None:
+    """Refuse shards that would put the same tree twice in the ensemble."""
+    for i, a in enumerate(models):
+        for j in range(i + 1, len(models)):
+            b = models[j]
+            overlap = range(max(_tree_range(a).start, _tree_range(b).start),
+                            min(_tree_range(a).stop, _tree_range(b).stop))
+            if a.random_state is not None and a.random_state == b.random_state and overlap:
+                raise ValueError(
+                    f"cannot merge: models {i} and {j} both hold tree {overlap.start} of "
+                    f"random_state={a.random_state} (give shards consecutive first_tree ranges)"
+                )
+
+
+def _consecutive_shards(models: list[LdSM]) -> bool:
+    """True when the models are consecutive tree ranges of one seeded ensemble."""
+    if models[0].random_state is None:
+        return False
+    next_tree = models[0].first_tree
+    for model in models:
+        if model.random_state != models[0].random_state or model.first_tree != next_tree:
+            return False
+        next_tree += len(model.trees_)
+    return True
+
+
+# ----------------------------------------------------------------------
 # Helpers
 # ----------------------------------------------------------------------
 
@@ -459,7 +647,13 @@ class _Progress:
 
 def _build_trees(X: sp.csr_matrix, Y: sp.csr_matrix, params: dict,
                  seeds: np.ndarray) -> list[dict]:
-    """Train one tree per seed with joblib threads, sharing X and Y."""
+    """Train one tree per seed with joblib, sharing X and Y.
+
+    Threads by default; inside ``joblib.parallel_backend("dask")`` the trees
+    are tasks of the Dask cluster. X and Y are the same objects in every
+    task, so joblib's Dask backend scatters each once per ``fit`` and workers
+    fetch them once, whatever the number of trees.
+    """
     # Imported here so that prediction works with a build lacking the trainer.
     from ._ldsm import build_tree
 
@@ -467,10 +661,14 @@ def _build_trees(X: sp.csr_matrix, Y: sp.csr_matrix, params: dict,
         "arity", "max_nodes", "epochs", "lambda1", "lambda2", "optimizer",
         "learning_rate", "routing", "weight_threshold")}
     progress = _Progress(len(seeds)) if params["verbose"] else None
+    # Node callbacks must run in this process; other backends (processes, a
+    # Dask cluster) only report finished trees.
+    backend, _ = joblib.parallel.get_active_backend(prefer="threads")
+    node_progress = progress is not None and getattr(backend, "uses_threads", False)
     jobs = (
         joblib.delayed(build_tree)(
             X, Y, **settings, seed=int(seed),
-            progress=None if progress is None else progress.node_callback(t),
+            progress=progress.node_callback(t) if node_progress else None,
         )
         for t, seed in enumerate(seeds)
     )

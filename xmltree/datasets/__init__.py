@@ -6,6 +6,7 @@ int32 indices) and ``Y`` as a binary CSR label matrix of the same row count.
 
 from ._download import DownloadError
 from ._formats import (
+    iter_xc_chunks,
     read_arff,
     read_bow_pair,
     read_libsvm,
@@ -20,6 +21,7 @@ from ._synthetic import make_synthetic
 
 __all__ = [
     "read_xc",
+    "iter_xc_chunks",
     "write_xc",
     "read_xc_split",
     "read_bow_pair",

@@ -28,6 +28,7 @@ file, the 1-based line number (the header is line 1) and what is wrong.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from pathlib import Path
 
@@ -35,6 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._atomic import atomic_write
+from .._base import check_int
 from .._validation import check_features, check_labels, make_csr
 from ..exceptions import DataFormatError
 from ._parse import ParseErrorCode, parse_sparse_rows
@@ -333,6 +335,62 @@ def _xc_lines(X: sp.csr_matrix, Y: sp.csr_matrix, rows_per_block: int = 65536):
         yield "\n".join(lines) + "\n"
 
 
+def iter_xc_chunks(path, chunk_size: int):
+    """Yield the feature matrix of an XC data file, ``chunk_size`` rows at a time.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        File in the XC single-file format (header ``N D L``).
+    chunk_size : int
+        Rows per chunk, >= 1; the last chunk may be shorter.
+
+    The rows are checked exactly as :func:`read_xc` checks a whole file
+    (malformed rows, ids beyond the header's ``D`` and ``L``, row count), with
+    the same line numbers in messages; memory holds one chunk at a time.
+
+    Yields
+    ------
+    n_rows : int
+        The header's row count ``N`` (the same in every item).
+    X : scipy.sparse.csr_matrix of shape (rows in chunk, D)
+        float32 features of the chunk's rows, in file order. Labels are
+        checked against ``L`` but not returned.
+
+    Raises
+    ------
+    DataFormatError
+        As :func:`xmltree.datasets.read_xc` would, naming the file and line;
+        a row count that disagrees with the header is found when the file
+        ends (or as soon as the excess rows are read).
+    ValueError
+        If ``chunk_size`` is not an integer >= 1.
+    """
+    check_int("chunk_size", chunk_size, 1)
+    with open(path, "rb") as handle:
+        header = handle.readline()
+        if not header:
+            raise DataFormatError("file is empty", path=path, line=1)
+        (n_rows, n_features, n_labels), _ = _read_header(header, ("N", "D", "L"), path)
+        rows_read = 0
+        while True:
+            block = b"".join(itertools.islice(handle, chunk_size))
+            if not block:
+                break
+            first_line = 2 + rows_read
+            f_indptr, f_indices, values, l_indptr, l_indices = _parse_body(
+                block, 0, first_line, True, path)
+            rows_read += f_indptr.shape[0] - 1
+            if rows_read > n_rows:
+                _check_row_count(rows_read, n_rows, 2, path)
+            _check_ids(f_indptr, f_indices, f_indices >= n_features, "feature",
+                       f"the header declares D={n_features}", first_line, path)
+            _check_ids(l_indptr, l_indices, l_indices >= n_labels, "label",
+                       f"the header declares L={n_labels}", first_line, path)
+            yield n_rows, _csr(f_indptr, f_indices, values, n_features)
+    _check_row_count(rows_read, n_rows, 2, path)
+
+
 # --------------------------------------------------------------------------
 # XC repository split files
 # --------------------------------------------------------------------------
@@ -497,16 +555,19 @@ def write_predictions(path, labels: np.ndarray, scores: np.ndarray, n_labels: in
         )
     if labels.size and (labels.min() < -1 or labels.max() >= n_labels):
         raise ValueError(f"label ids must lie in [-1, {n_labels})")
-    present = labels >= 0
-    tokens = np.char.add(np.char.add(labels[present].astype(str), ":"),
-                         _value_strings(scores[present])).tolist()
-    ends = np.cumsum(present.sum(axis=1))
     with atomic_write(path, "w", encoding="ascii", newline="\n") as handle:
         handle.write(f"{labels.shape[0]} {n_labels}\n")
-        start = 0
-        for end in ends:
-            handle.write(" ".join(tokens[start:end]) + "\n")
-            start = end
+        handle.write(_prediction_lines(labels, scores))
+
+
+def _prediction_lines(labels: np.ndarray, scores: np.ndarray) -> str:
+    """Rows of ``label:score`` tokens, best first, label ``-1`` slots left out."""
+    present = labels >= 0
+    tokens = np.char.add(np.char.add(labels[present].astype(str), ":"),
+                         _value_strings(np.asarray(scores, dtype=np.float32)[present])).tolist()
+    ends = np.cumsum(present.sum(axis=1))
+    starts = np.concatenate(([0], ends[:-1]))
+    return "".join(" ".join(tokens[start:end]) + "\n" for start, end in zip(starts, ends))
 
 
 def read_predictions(path, n_labels: int | None = None) -> sp.csr_matrix:

@@ -1,0 +1,246 @@
+"""Tests of scaling out: merged shards, Dask training, chunked prediction to disk."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from test_ldsm import clustered_problem, model_from_random_trees, needs_build_tree
+
+from xmltree.datasets import iter_xc_chunks, read_predictions, read_xc, write_predictions, write_xc
+from xmltree.exceptions import DataFormatError, NotFittedError
+from xmltree.ldsm import LdSM, merge
+
+FAST = {"max_nodes": 15, "epochs": 3}
+
+
+def assert_same_trees(trees_a, trees_b):
+    assert len(trees_a) == len(trees_b)
+    for a, b in zip(trees_a, trees_b):
+        assert a.keys() == b.keys()
+        for name in a:
+            np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+@pytest.fixture(scope="module")
+def problem():
+    X, labels, _ = clustered_problem(np.random.default_rng(5), 150)
+    return X, labels
+
+
+# ----------------------------------------------------------------------
+# Merging
+# ----------------------------------------------------------------------
+
+@needs_build_tree
+def test_merged_shards_equal_one_fit_bit_for_bit(problem):
+    X, labels = problem
+    whole = LdSM(n_trees=5, random_state=11, **FAST).fit(X, labels)
+    head = LdSM(n_trees=3, random_state=11, **FAST).fit(X, labels)
+    tail = LdSM(n_trees=2, random_state=11, first_tree=3, **FAST).fit(X, labels)
+    merged = merge([head, tail])
+    assert_same_trees(merged.trees_, whole.trees_)
+    assert merged.get_params() == whole.get_params()
+    for got, expected in zip(merged.predict(X, k=4), whole.predict(X, k=4)):
+        np.testing.assert_array_equal(got, expected)
+    # Shards in the wrong order hold the same trees but not the same ensemble.
+    swapped = merge([tail, head])
+    assert swapped.random_state is None and swapped.first_tree == 0
+
+
+@needs_build_tree
+def test_first_tree_selects_a_slice_of_the_seeded_ensemble(problem):
+    X, labels = problem
+    whole = LdSM(n_trees=4, random_state=2, **FAST).fit(X, labels)
+    middle = LdSM(n_trees=2, random_state=2, first_tree=1, **FAST).fit(X, labels)
+    assert_same_trees(middle.trees_, whole.trees_[1:3])
+
+
+def test_merged_model_averages_the_trees_of_its_shards(rng):
+    a, _ = model_from_random_trees(rng, n_trees=3)
+    b, _ = model_from_random_trees(rng, n_trees=1)
+    X = sp.random(40, a.n_features_, density=0.3, random_state=1, format="csr",
+                  dtype=np.float32)
+    merged = merge([a, b])
+    assert len(merged.trees_) == merged.n_trees == 4
+    expected = (3 * a.predict_scores(X).toarray() + b.predict_scores(X).toarray()) / 4
+    np.testing.assert_allclose(merged.predict_scores(X).toarray(), expected, atol=1e-6)
+    np.testing.assert_array_equal(merged.n_nodes_, np.concatenate([a.n_nodes_, b.n_nodes_]))
+
+
+def test_merged_model_survives_save_and_load(rng, tmp_path):
+    a, _ = model_from_random_trees(rng, n_trees=2)
+    b, _ = model_from_random_trees(rng, n_trees=2)
+    merged = merge([a, b])
+    merged.save(tmp_path / "merged.npz")
+    loaded = LdSM.load(tmp_path / "merged.npz")
+    assert_same_trees(loaded.trees_, merged.trees_)
+
+
+@pytest.mark.parametrize("change, problem_name", [
+    ({"arity": 3}, "arity"),
+    ({"routing": "sigmoid"}, "routing"),
+    ({"epochs": 7}, "epochs"),
+])
+def test_merge_refuses_incompatible_hyper_parameters(rng, change, problem_name):
+    a, _ = model_from_random_trees(rng, n_trees=1)
+    b, _ = model_from_random_trees(rng, n_trees=1, arity=change.get("arity", 2),
+                                   routing=change.get("routing", "margin"))
+    b.set_params(**change)
+    with pytest.raises(ValueError, match=f"model 1 has {problem_name}="):
+        merge([a, b])
+
+
+def test_merge_refuses_other_shapes_duplicates_and_bad_input(rng):
+    a, trees = model_from_random_trees(rng, n_trees=2)
+    wider = LdSM(n_trees=2)
+    wider._set_trees(trees, a.n_features_ + 1, a.n_labels_)
+    with pytest.raises(ValueError, match="n_features_="):
+        merge([a, wider])
+    a.set_params(random_state=4)
+    twin, _ = model_from_random_trees(rng, n_trees=3)
+    twin.set_params(random_state=4, first_tree=1)
+    with pytest.raises(ValueError, match="both hold tree 1 of random_state=4"):
+        merge([a, twin])
+    with pytest.raises(ValueError, match="non-empty sequence"):
+        merge([])
+    with pytest.raises(ValueError, match="non-empty sequence"):
+        merge([a, "model"])
+    with pytest.raises(NotFittedError):
+        merge([a, LdSM()])
+
+
+@needs_build_tree
+def test_merge_keeps_an_identical_reranker_and_refuses_a_different_one(problem):
+    X, labels = problem
+    head = LdSM(n_trees=1, random_state=0, rerank=True, **FAST).fit(X, labels)
+    tail = LdSM(n_trees=1, random_state=0, first_tree=1, rerank=True, **FAST).fit(X, labels)
+    merged = merge([head, tail])
+    whole = LdSM(n_trees=2, random_state=0, rerank=True, **FAST).fit(X, labels)
+    for got, expected in zip(merged.predict(X, k=3, rerank=True),
+                             whole.predict(X, k=3, rerank=True)):
+        np.testing.assert_array_equal(got, expected)
+    assert merged.reranker_ is not head.reranker_
+    other = LdSM(n_trees=1, random_state=0, first_tree=1, rerank=True, **FAST).fit(
+        X[:100], labels[:100])
+    with pytest.raises(ValueError, match="re-ranker of model 1 differs"):
+        merge([head, other])
+
+
+def test_first_tree_is_validated():
+    with pytest.raises(ValueError, match="first_tree must be an integer >= 0"):
+        LdSM(first_tree=-1).fit(np.ones((2, 2)), [[0], [1]])
+
+
+# ----------------------------------------------------------------------
+# Dask
+# ----------------------------------------------------------------------
+
+@needs_build_tree
+def test_dask_cluster_trains_the_same_model_shipping_data_once(problem, monkeypatch):
+    distributed = pytest.importorskip("distributed")
+    joblib = pytest.importorskip("joblib")
+    X, labels = problem
+    params = dict(n_trees=4, random_state=9, **FAST)
+    local = LdSM(**params).fit(X, labels)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        scattered = []
+        real_scatter = client.scatter
+
+        def counting_scatter(data, *args, **kwargs):
+            scattered.append(type(data).__name__)
+            return real_scatter(data, *args, **kwargs)
+
+        monkeypatch.setattr(client, "scatter", counting_scatter)
+        with distributed.get_task_stream(client) as stream, \
+                joblib.parallel_backend("dask"):
+            remote = LdSM(**params, verbose=True).fit(X, labels)
+        cluster_workers = set(client.scheduler_info()["workers"])
+    # The trees ran as tasks on the cluster's worker processes...
+    assert stream.data and {task["worker"] for task in stream.data} <= cluster_workers
+    # ...and X and Y were scattered once each for the whole fit, not once per tree.
+    assert len(scattered) == 2, scattered
+    assert_same_trees(remote.trees_, local.trees_)
+
+
+# ----------------------------------------------------------------------
+# Chunked prediction to disk
+# ----------------------------------------------------------------------
+
+@pytest.fixture
+def xc_file(rng, tmp_path):
+    """An XC data file with 23 rows, including a blank row and an unlabelled one."""
+    X = sp.random(23, 18, density=0.3, random_state=3, format="csr", dtype=np.float32)
+    X = sp.csr_matrix(sp.diags((np.arange(23) != 4).astype(np.float32)) @ X)
+    X.eliminate_zeros()
+    labels = [[int(i % 7), 9] for i in range(23)]
+    labels[4], labels[10] = [], []
+    path = tmp_path / "test.txt"
+    write_xc(path, X, labels)
+    return path
+
+
+@pytest.mark.parametrize("chunk_size", [1, 5, 23, 1000])
+def test_predict_file_equals_predict_on_the_whole_file(rng, tmp_path, xc_file, chunk_size):
+    model, _ = model_from_random_trees(rng, n_trees=3)
+    X, _ = read_xc(xc_file)
+    expected, got = tmp_path / "expected.txt", tmp_path / "got.txt"
+    write_predictions(expected, *model.predict(X, k=4), model.n_labels_)
+    assert model.predict_file(xc_file, got, k=4, chunk_size=chunk_size) == 23
+    assert got.read_bytes() == expected.read_bytes()
+    assert read_predictions(got).shape == (23, model.n_labels_)
+
+
+def test_iter_xc_chunks_yields_the_rows_of_read_xc(xc_file):
+    X, _ = read_xc(xc_file)
+    chunks = list(iter_xc_chunks(xc_file, 10))
+    assert [c.shape[0] for _, c in chunks] == [10, 10, 3]
+    assert all(n_rows == 23 for n_rows, _ in chunks)
+    np.testing.assert_array_equal(sp.vstack([c for _, c in chunks]).toarray(), X.toarray())
+
+
+@pytest.mark.parametrize("body, problem, line", [
+    (b"2 4 3\n0 1:1\n1 9:1\n", "feature id 9 is out of range", 3),
+    (b"2 4 3\n0 1:1\n5 2:1\n", "label id 5 is out of range", 3),
+    (b"3 4 3\n0 1:1\n1 2:1\n", "ends after 2", 4),
+    (b"1 4 3\n0 1:1\n1 2:1\n2 0:1\n", "declares 1 rows but the file has 2", 3),
+    (b"2 4 3\n0 1:1\n1 2:x\n", "is not a number", 3),
+    (b"2 4 3\n0 1:1\n1 2:1", "does not end with a newline", 3),
+    (b"2 4\n", "is not 'N D L'", 1),
+    (b"", "file is empty", 1),
+])
+def test_predict_file_rejects_bad_files_and_keeps_the_old_output(rng, tmp_path, body,
+                                                                 problem, line):
+    model, _ = model_from_random_trees(rng, n_trees=1)
+    source, out = tmp_path / "bad.txt", tmp_path / "out.txt"
+    source.write_bytes(body)
+    out.write_text("previous\n")
+    with pytest.raises(DataFormatError, match=problem) as info:
+        model.predict_file(source, out, chunk_size=1)
+    assert info.value.line == line
+    assert out.read_text() == "previous\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt", "out.txt"]
+
+
+def test_predict_file_checks_arguments(rng, tmp_path, xc_file):
+    model, _ = model_from_random_trees(rng, n_trees=1)
+    for bad in (0, 2.5, None):
+        with pytest.raises(ValueError, match="chunk_size must be an integer >= 1"):
+            model.predict_file(xc_file, tmp_path / "out.txt", chunk_size=bad)
+    with pytest.raises(ValueError, match="k must be"):
+        model.predict_file(xc_file, tmp_path / "out.txt", k=0)
+    with pytest.raises(NotFittedError):
+        LdSM().predict_file(xc_file, tmp_path / "out.txt")
+    wide = tmp_path / "wide.txt"
+    wide.write_bytes(b"1 99 3\n0 98:1\n")
+    with pytest.raises(DataFormatError):
+        model.predict_file(wide, tmp_path / "out.txt")
+    assert not (tmp_path / "out.txt").exists()
+
+
+def test_predict_file_of_zero_rows_writes_a_header(rng, tmp_path):
+    model, _ = model_from_random_trees(rng, n_trees=1)
+    source = tmp_path / "empty.txt"
+    source.write_bytes(b"0 4 3\n")
+    assert model.predict_file(source, tmp_path / "out.txt") == 0
+    assert (tmp_path / "out.txt").read_text() == f"0 {model.n_labels_}\n"
