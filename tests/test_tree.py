@@ -156,7 +156,6 @@ def make_forest(rng, *, n_trees=3, arity=2, n_features=20, n_labels=30, routing=
 @pytest.mark.parametrize("routing", ["margin", "sigmoid"])
 def test_prediction_matches_reference(rng, arity, routing):
     forest, trees = make_forest(rng, n_trees=4, arity=arity, routing=routing)
-    # More rows than one descent block, so block boundaries are crossed.
     X = random_features(rng, 150, 20)
     expected, expected_counts = reference_scores(
         trees, X, arity, routing_threshold(routing), 30
@@ -175,6 +174,18 @@ def test_prediction_matches_reference(rng, arity, routing):
         expected_labels, expected_values = reference_top_k(expected, k)
         np.testing.assert_array_equal(labels, expected_labels)
         np.testing.assert_allclose(values, expected_values, rtol=1e-6)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_block_boundaries_do_not_change_results(rng, n_threads):
+    # More rows than one descent block (1024), so examples of one tree are
+    # split across blocks and threads.
+    forest, trees = make_forest(rng, n_trees=2, arity=3)
+    X = random_features(rng, 2100, 20)
+    expected, expected_counts = reference_scores(trees, X, 3, routing_threshold("margin"), 30)
+    np.testing.assert_array_equal(forest.leaves_reached(X, n_threads), expected_counts)
+    labels, _ = forest.predict_top_k(X, 5, n_threads)
+    np.testing.assert_array_equal(labels, reference_top_k(expected, 5)[0])
 
 
 def test_random_trees_exercise_multiway_routing_and_fallback(rng):

@@ -15,10 +15,12 @@ from ._types cimport float32_t, float64_t, index_t, offset_t
 
 
 cdef enum:
-    # Examples descended together, tree by tree, so that a tree's upper
-    # nodes are read from cache for the whole block rather than refetched
-    # for each example.
-    BLOCK_SIZE = 128
+    # Examples descended together, tree by tree and node by node, so that a
+    # node's weights are read once for all the examples that reach it, and
+    # the loads of different examples overlap.
+    # 1024 beat 128 and 512 on Delicious and Bibtex (more examples share
+    # each node); `block_rows` shrinks blocks to balance the threads.
+    BLOCK_SIZE = 1024
 
 
 cdef struct ForestArrays:
@@ -47,6 +49,12 @@ cdef struct ForestArrays:
     const float32_t* leaf_values     # normalised histogram values (sum to 1 per leaf)
 
 
+cdef struct LeafPair:
+    # One leaf reached by one example of the block in the current tree.
+    index_t example              # position of the example in the block
+    index_t leaf                 # global node id of the leaf
+
+
 cdef struct Scratch:
     # Per-thread working memory for one example at a time. Dense buffers are
     # reset through the example's feature list and the touched-label list, so
@@ -58,14 +66,24 @@ cdef struct Scratch:
                                  # (one spare slot for the branch-free append)
     index_t n_touched            # length of `touched`
     index_t* stack               # (max_tree_nodes,) descent stack of node ids
-    index_t* leaves              # (max_tree_nodes,) leaves reached in the current tree
+    offset_t* stack_start        # (max_tree_nodes,) where each stacked node's examples
+                                 # start in `members`
+    index_t* stack_count         # (max_tree_nodes,) how many examples reached it
+    index_t* members             # examples of the block (0 .. BLOCK_SIZE - 1) that
+                                 # reached each stacked node, one segment per node
+    offset_t members_capacity    # allocated length of members (grows on demand)
+    index_t* child_count         # (arity,) examples sent to each child of a node
+    LeafPair* pairs              # leaves reached in the current tree, left to right
+    offset_t pairs_capacity      # allocated length of pairs (grows on demand)
     index_t* block_leaves        # leaves reached by a block of examples, all trees
     offset_t block_capacity      # allocated length of block_leaves (grows on demand)
     offset_t* block_first_leaf   # (n_trees * BLOCK_SIZE,) start in block_leaves of
                                  # (tree, example of the block), tree-major
     index_t* block_n_leaves      # (n_trees * BLOCK_SIZE,) number of those leaves
-    bint failed                  # block_leaves could not grow; results are invalid
+    bint failed                  # a growable buffer could not grow; results are invalid
     float64_t* node_scores       # (arity,) regressor scores at the current node
+    float32_t* node_block        # (n_features * arity,) a sparse node's weights laid
+                                 # out like a dense block; all zero between nodes
     uint8_t* goes                # (arity,) children chosen by the routing rule
     index_t* heap_labels         # (n_labels,) top-k selection heap
     float32_t* heap_scores       # (n_labels,) scores of heap_labels

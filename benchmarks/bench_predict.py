@@ -1,0 +1,100 @@
+"""LdSM prediction speed: ms per example of ``LdSM.predict(X, k)`` by dataset, ensemble size
+and thread count.
+
+Models are trained once with ``LdSM(n_trees=..., random_state=0)`` and cached in
+``--cache`` (a directory under the system temporary directory by default), so repeated runs
+only time prediction. Each timing is the best of ``--repeats`` runs over the whole test set.
+
+Examples
+--------
+    python benchmarks/bench_predict.py              # delicious + bibtex, 10 and 50 trees
+    python benchmarks/bench_predict.py --datasets delicious --n-trees 50 --threads 2
+    python benchmarks/bench_predict.py --json predict.json --dump-dir outputs/
+
+``--dump-dir`` also saves the predicted labels and scores of every configuration, so two
+builds can be checked for bit-identical results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import xmltree
+from xmltree.datasets import load_dataset
+
+DEFAULT_DATA_HOME = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+DEFAULT_CACHE = Path(tempfile.gettempdir()) / "xmltree-bench-predict"
+
+logger = logging.getLogger("bench_predict")
+
+
+def cached_model(cache: Path, name: str, n_trees: int, X_train, Y_train):
+    """The LdSM of `n_trees` trees on dataset `name`, trained once and then loaded."""
+    path = cache / f"{name}-ldsm-{n_trees}.npz"
+    if path.exists():
+        return xmltree.load(path)
+    logger.info("training %d trees on %s", n_trees, name)
+    model = xmltree.LdSM(n_trees=n_trees, random_state=0).fit(X_train, Y_train)
+    cache.mkdir(parents=True, exist_ok=True)
+    model.save(path)
+    return model
+
+
+def best_time(model, X, k: int, repeats: int):
+    """Best wall time of `repeats` predictions of `X`, and the last prediction."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = model.predict(X, k=k)
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datasets", nargs="+", default=["delicious", "bibtex"])
+    parser.add_argument("--n-trees", nargs="+", type=int, default=[10, 50])
+    parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    parser.add_argument("--k", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--data-home", type=Path, default=DEFAULT_DATA_HOME)
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--json", type=Path, help="also write the table as JSON")
+    parser.add_argument("--dump-dir", type=Path, help="save predicted labels and scores here")
+    return parser.parse_args()
+
+
+def main():
+    args = parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    rows = []
+    print(f"{'dataset':<10} {'trees':>5} {'threads':>7} {'ms/example':>10}")
+    for name in args.datasets:
+        (X_train, Y_train), (X_test, _) = load_dataset(name, args.data_home, subset="both")
+        for n_trees in args.n_trees:
+            model = cached_model(args.cache, name, n_trees, X_train, Y_train)
+            for threads in args.threads:
+                model.n_jobs = threads
+                seconds, (labels, scores) = best_time(model, X_test, args.k, args.repeats)
+                ms = 1000 * seconds / X_test.shape[0]
+                print(f"{name:<10} {n_trees:>5} {threads:>7} {ms:>10.4f}", flush=True)
+                rows.append({"dataset": name, "n_trees": n_trees, "threads": threads,
+                             "k": args.k, "n_test": int(X_test.shape[0]),
+                             "ms_per_example": ms})
+                if args.dump_dir is not None:
+                    args.dump_dir.mkdir(parents=True, exist_ok=True)
+                    np.savez(args.dump_dir / f"{name}-{n_trees}-{threads}.npz",
+                             labels=labels, scores=scores)
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
