@@ -1,11 +1,15 @@
 """Tests of the synthetic multi-label generator."""
 
+import dataclasses
+from collections import Counter
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from xmltree._validation import check_features, check_labels
-from xmltree.datasets import make_synthetic
+from xmltree.datasets import SYNTHETIC_PRESETS, make_synthetic, make_synthetic_preset
+from xmltree.datasets._synthetic import _draw_distinct, _merge_sorted_counts
 
 
 def _label_counts(Y):
@@ -154,3 +158,122 @@ def test_bad_arguments_are_named(kwargs, message):
     arguments = {"n_samples": 10, "n_features": 20, "n_labels": 10, **kwargs}
     with pytest.raises(ValueError, match=message):
         make_synthetic(**arguments)
+
+
+# ------------------------------------------------------------------ presets with real shapes
+
+@pytest.mark.parametrize("name", sorted(SYNTHETIC_PRESETS))
+def test_preset_reproduces_the_published_statistics(name):
+    preset = SYNTHETIC_PRESETS[name]
+    X, Y = make_synthetic_preset(name, scale=0.01, random_state=0)
+    n_samples, n_labels = round(preset.n_samples * 0.01), round(preset.n_labels * 0.01)
+    assert X.shape == (n_samples, preset.n_features) and Y.shape == (n_samples, n_labels)
+    targets = {"labels per point": (Y.nnz / n_samples, preset.avg_labels),
+               "points per label": (Y.nnz / n_labels,
+                                    preset.n_samples * preset.avg_labels / preset.n_labels),
+               "non-zeros per row": (X.nnz / n_samples, preset.avg_features)}
+    for what, (measured, target) in targets.items():
+        assert measured == pytest.approx(target, rel=0.03), what
+
+
+def test_amazon_shape_matches_the_published_numbers():
+    # The published figures themselves, not just the preset's fields.
+    preset = SYNTHETIC_PRESETS["amazon670k-shape"]
+    assert (preset.n_samples, preset.n_features, preset.n_labels) == (490_449, 135_909, 670_091)
+    assert preset.n_samples * preset.avg_labels / preset.n_labels == pytest.approx(3.99, abs=0.01)
+    delicious = SYNTHETIC_PRESETS["delicious200k-shape"]
+    assert (delicious.n_samples, delicious.n_features, delicious.n_labels) == (
+        196_606, 782_585, 205_443)
+
+
+@pytest.mark.parametrize("name", sorted(SYNTHETIC_PRESETS))
+def test_preset_labels_are_mostly_in_the_tail(name):
+    _, Y = make_synthetic_preset(name, scale=0.01, random_state=1)
+    counts = np.sort(_label_counts(Y))[::-1]
+    assert (counts < counts.mean()).mean() > 0.6
+    tenth = counts.size // 10
+    assert counts[:tenth].sum() > 0.3 * counts.sum()
+    assert counts[0] > 10 * np.median(counts)
+
+
+def test_preset_output_is_canonical_valid_and_deterministic():
+    X, Y = make_synthetic_preset("delicious200k-shape", scale=0.002, random_state=3)
+    again = make_synthetic_preset("delicious200k-shape", scale=0.002, random_state=3)
+    other = make_synthetic_preset("delicious200k-shape", scale=0.002, random_state=4)
+    assert (X != again[0]).nnz == 0 and (Y != again[1]).nnz == 0
+    assert (X != other[0]).nnz > 0
+    assert X.has_canonical_format and Y.has_canonical_format
+    assert (check_features(X) != X).nnz == 0 and (check_labels(Y) != Y).nnz == 0
+    assert np.diff(Y.indptr).min() >= 1 and np.all(Y.data == 1)
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    np.testing.assert_allclose(norms, 1.0, rtol=1e-5)
+
+
+def test_custom_preset_sets_its_own_size():
+    preset = dataclasses.replace(SYNTHETIC_PRESETS["amazon670k-shape"], n_samples=300,
+                                 n_features=2000, n_labels=50_000)
+    X, Y = make_synthetic_preset(preset, random_state=0)
+    assert X.shape == (300, 2000) and Y.shape == (300, 50_000)
+    assert Y.nnz / 300 == pytest.approx(5.45, rel=0.1)
+
+
+def _reference_merge(keys, counts, new_keys, new_counts):
+    total = Counter(dict(zip(keys.tolist(), counts.tolist())))
+    total.update(dict(zip(new_keys.tolist(), new_counts.tolist())))
+    merged = sorted(total.items())
+    return np.array([k for k, _ in merged]), np.array([c for _, c in merged])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_merge_sorted_counts_matches_a_counter(seed):
+    rng = np.random.default_rng(seed)
+    keys = np.unique(rng.integers(0, 60, size=rng.integers(0, 40)))
+    new_keys = np.unique(rng.integers(0, 60, size=rng.integers(1, 40)))
+    counts = rng.integers(1, 5, size=keys.size)
+    new_counts = rng.integers(1, 5, size=new_keys.size)
+    merged_keys, merged_counts = _merge_sorted_counts(keys, counts, new_keys, new_counts)
+    expected_keys, expected_counts = _reference_merge(keys, counts, new_keys, new_counts)
+    np.testing.assert_array_equal(merged_keys, expected_keys)
+    np.testing.assert_array_equal(merged_counts, expected_counts)
+
+
+def test_draw_distinct_reaches_every_target_with_distinct_sorted_pairs():
+    rng = np.random.default_rng(0)
+    targets = rng.integers(1, 30, size=200)
+    # A skewed sampler: column 0 comes up half the time, so repeats are common.
+    def sample(rows):
+        return np.where(rng.random(rows.size) < 0.5, 0, rng.integers(0, 100, size=rows.size))
+    rows, columns, counts = _draw_distinct(targets, sample, 100)
+    # Top-up rounds stop once at most 0.1% of the wanted entries are missing.
+    reached = np.bincount(rows, minlength=200)
+    assert np.all(reached <= targets)
+    assert targets.sum() - reached.sum() <= 1e-3 * targets.sum()
+    keys = rows * 100 + columns
+    assert np.all(np.diff(keys) > 0)
+    assert counts.min() >= 1 and counts.sum() > targets.sum()
+
+
+def test_draw_distinct_stops_when_a_row_runs_out_of_options():
+    targets = np.full(10, 5)
+    rng = np.random.default_rng(0)
+    rows, columns, _ = _draw_distinct(targets, lambda r: rng.integers(0, 3, size=r.size), 3)
+    np.testing.assert_array_equal(np.bincount(rows, minlength=10), 3)
+
+
+@pytest.mark.parametrize(
+    ("name", "scale", "message"),
+    [
+        ("eurlex-shape", 0.1, "unknown preset"),
+        (3, 0.1, "unknown preset"),
+        ("amazon670k-shape", 0.0, "scale"),
+        ("amazon670k-shape", 1.5, "scale"),
+        ("amazon670k-shape", float("nan"), "scale"),
+        ("amazon670k-shape", True, "scale"),
+        (dataclasses.replace(SYNTHETIC_PRESETS["amazon670k-shape"], n_labels=0), 1.0,
+         "n_labels"),
+        (dataclasses.replace(SYNTHETIC_PRESETS["amazon670k-shape"], noise=2.0), 1.0, "noise"),
+    ],
+)
+def test_bad_preset_arguments_are_named(name, scale, message):
+    with pytest.raises(ValueError, match=message):
+        make_synthetic_preset(name, scale=scale, random_state=0)

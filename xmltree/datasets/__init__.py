@@ -17,7 +17,7 @@ from ._formats import (
     write_xc,
 )
 from ._registry import DATASETS, DatasetInfo, get_data_home, load_dataset
-from ._synthetic import make_synthetic
+from ._synthetic import SYNTHETIC_PRESETS, SyntheticPreset, make_synthetic, make_synthetic_preset
 
 __all__ = [
     "read_xc",
@@ -35,4 +35,7 @@ __all__ = [
     "DatasetInfo",
     "DownloadError",
     "make_synthetic",
+    "make_synthetic_preset",
+    "SyntheticPreset",
+    "SYNTHETIC_PRESETS",
 ]
