@@ -599,16 +599,10 @@ def _drop_unlabelled(X: sp.csr_matrix, Y: sp.csr_matrix):
     if n_dropped:
         logger.info("dropping %d of %d training samples that have no label",
                     n_dropped, labelled.size)
-        X, Y = _select_rows(X, labelled), _select_rows(Y, labelled)
+        # Row selection may shrink the index dtypes; the checks restore the
+        # kernels' layout rather than repeating its rules here.
+        X, Y = check_features(X[labelled]), check_labels(Y[labelled])
     return X, Y
-
-
-def _select_rows(matrix: sp.csr_matrix, mask: np.ndarray) -> sp.csr_matrix:
-    """Keep the masked rows, restoring the index dtypes scipy may shrink."""
-    selected = matrix[mask]
-    selected.indices = selected.indices.astype(np.int32, copy=False)
-    selected.indptr = selected.indptr.astype(np.int64, copy=False)
-    return selected
 
 
 def _read_only(tree: dict) -> dict:
