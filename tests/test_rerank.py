@@ -305,6 +305,15 @@ def test_reranked_scores_finite_for_featureless_points_and_unseen_labels(rng):
         assert sorted(ranked[0, :3]) == [0, 1, unseen]
 
 
+@pytest.mark.parametrize("n_features", [0, 4])
+def test_training_rows_without_features_give_finite_scores(n_features):
+    X = sp.csr_matrix((5, n_features), dtype=np.float32)
+    reranker = Reranker().fit(X, np.eye(5, 3))
+    labels, scores = reranker.rerank_predictions(X, [[0, 1, 2]] * 5, [[0.5, 0.3, 0.2]] * 5, k=3)
+    assert np.all(np.isfinite(scores)) and np.all(scores > 0)
+    np.testing.assert_array_equal(labels, [[0, 1, 2]] * 5)  # equal tails keep the base order
+
+
 def test_propensity_exponent_ranks_by_score_times_inverse_propensity(rng):
     X, Y = random_problem(rng, n_labels=12)
     reranker = Reranker(alpha=1.0, propensity_exponent=1.0).fit(X, Y)

@@ -424,7 +424,7 @@ class TailScorer:
             row_of_value,
             weights=centroids.data.astype(np.float64) ** 2,
             minlength=self.n_labels_,
-        )
+        ).astype(np.float64)  # bincount of nothing is int64
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "centroids_"):
