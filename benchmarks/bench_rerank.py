@@ -5,8 +5,10 @@ model), the base model predicts its top ``--n-candidates`` labels and
 :class:`xmltree.rerank.Reranker` re-orders them. Reported, on the test split:
 
 * P@1/3/5, PSP@1/3/5 and PSnDCG@1/3/5 without re-ranking, with PfastreXML's
-  defaults (geometric, alpha 0.8, gamma 30), and with the best geometric and
-  the best linear settings of a grid;
+  settings (geometric, alpha 0.8, gamma 30, plain centroids of the raw
+  features, no propensity weight), with the library defaults
+  (``Reranker()``), and with the best geometric and the best linear settings
+  of a grid over the blend weight, gamma and the propensity exponent;
 * prediction time per example: base model at k=5, base model at
   k=n_candidates, and re-ranking itself; "added" is
   ``(t(k=n_candidates) + t(rerank) - t(k=5)) / t(k=5)``.
@@ -14,7 +16,8 @@ model), the base model predicts its top ``--n-candidates`` labels and
 The grid is tuned without touching the test split: the base model and the
 re-ranker are trained on 80% of the training rows, every setting is scored
 on the other 20%, and the setting with the best PSP@5 among those losing at
-most ``--max-p1-drop`` points of P@1 is kept. Times are the best of
+most ``--max-p1-drop`` points of P@1 is kept (one re-ranker is fitted per
+gamma; the blend settings are changed on it). Times are the best of
 ``--repeat`` runs (the machine may be shared). Propensities use A=0.55,
 B=1.5 (``xmltree.metrics.inverse_propensity`` defaults).
 
@@ -48,7 +51,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_ldsm import DEFAULT_DATA_HOME, load_split  # noqa: E402
 
 METRIC_KEYS = [f"{m}@{k}" for m in ("P", "PSP", "PSnDCG") for k in (1, 3, 5)]
-DEFAULT_SETTING = ("geometric", 0.8, 30.0)
+# Re-ranker settings are Reranker keyword arguments.
+PFASTREXML_SETTING = {
+    "method": "geometric",
+    "alpha": 0.8,
+    "gamma": 30.0,
+    "feature_weighting": "none",
+    "unit_centroids": False,
+    "propensity_exponent": 0.0,
+}
+LIBRARY_DEFAULT_SETTING = {}
 
 
 def best_time(function, repeat: int):
@@ -111,22 +123,32 @@ BASE_MODELS = {"ldsm": train_ldsm, "napkinxc-plt": train_napkinxc_plt}
 # ----------------------------------------------------------------------------- evaluation
 
 
-def settings_grid(args):
-    """Every (method, weight, gamma) of the tuning grid."""
-    grid = [("geometric", alpha, gamma) for alpha in args.alphas for gamma in args.gammas]
-    grid += [("linear", beta, gamma) for beta in args.betas for gamma in args.gammas]
+def blend_grid(args) -> list[dict]:
+    """Every blend setting (method, weight, propensity exponent) of the tuning grid."""
+    grid = [
+        {"method": "geometric", "alpha": alpha, "propensity_exponent": exponent}
+        for alpha in args.alphas
+        for exponent in args.propensity_exponents
+    ]
+    grid += [
+        {"method": "linear", "beta": beta, "propensity_exponent": exponent}
+        for beta in args.betas
+        for exponent in args.propensity_exponents
+    ]
     return grid
 
 
-def make_reranker(setting, n_candidates) -> Reranker:
-    method, weight, gamma = setting
-    return Reranker(
-        method=method,
-        alpha=weight if method == "geometric" else 0.8,
-        beta=weight if method == "linear" else 0.8,
-        gamma=gamma,
-        n_candidates=n_candidates,
+def describe(setting: dict) -> str:
+    """Short text of the settings that differ from Reranker's defaults."""
+    defaults = Reranker().get_params()
+    shown = {name: value for name, value in setting.items() if value != defaults[name]}
+    names = {"propensity_exponent": "lambda", "feature_weighting": "fw", "unit_centroids": "unit"}
+    text = ", ".join(
+        f"{names.get(name, name)}={value:g}" if isinstance(value, float)
+        else f"{names.get(name, name)}={value}"
+        for name, value in shown.items()
     )
+    return text or "library defaults"
 
 
 def scores_of(Y_true, labels, inv_propensity) -> dict:
@@ -144,17 +166,21 @@ def tune(X, Y, train, args) -> tuple[dict, list[dict]]:
     base = scores_of(Y_val, labels, inv_propensity)
     grid_rows = []
     best = {}
-    for setting in settings_grid(args):
-        reranker = make_reranker(setting, args.n_candidates).fit(X_fit, Y_fit)
-        ranked, _ = reranker.rerank_predictions(X_val, labels, scores, k=5)
-        result = scores_of(Y_val, ranked, inv_propensity)
-        grid_rows.append({"setting": list(setting), **result})
-        allowed = result["P@1"] >= base["P@1"] - args.max_p1_drop
-        method = setting[0]
-        if allowed and (method not in best or result["PSP@5"] > best[method][1]["PSP@5"]):
-            best[method] = (setting, result)
+    for gamma in args.gammas:
+        reranker = Reranker(gamma=gamma, n_candidates=args.n_candidates).fit(X_fit, Y_fit)
+        for blend in blend_grid(args):
+            ranked, _ = reranker.set_params(**blend).rerank_predictions(
+                X_val, labels, scores, k=5
+            )
+            result = scores_of(Y_val, ranked, inv_propensity)
+            setting = {**blend, "gamma": gamma}
+            grid_rows.append({"setting": setting, **result})
+            allowed = result["P@1"] >= base["P@1"] - args.max_p1_drop
+            method = setting["method"]
+            if allowed and (method not in best or result["PSP@5"] > best[method][1]["PSP@5"]):
+                best[method] = (setting, result)
     return {method: setting for method, (setting, _) in best.items()}, [
-        {"setting": ["none"], **base},
+        {"setting": "none", **base},
         *grid_rows,
     ]
 
@@ -163,7 +189,7 @@ def evaluate_model(data, model_name, args) -> list[dict]:
     """Train on the full training split; score every reported setting on the test split."""
     X_train, Y_train, X_test, Y_test = data
     inv_propensity = inverse_propensity(Y_train)
-    settings = {"pfastrexml-default": DEFAULT_SETTING}
+    settings = {"pfastrexml": PFASTREXML_SETTING, "default": LIBRARY_DEFAULT_SETTING}
     tuning_rows = []
     if model_name == "file":
         labels, scores = load_candidates(args.candidates, args.current_dataset)
@@ -180,7 +206,7 @@ def evaluate_model(data, model_name, args) -> list[dict]:
         times = {"base_k5_ms": 1e3 * t_k5 / n, "base_kc_ms": 1e3 * t_kc / n}
     rows = [{"setting": "none", **scores_of(Y_test, labels, inv_propensity), **times}]
     for name, setting in settings.items():
-        reranker = make_reranker(setting, args.n_candidates).fit(X_train, Y_train)
+        reranker = Reranker(**setting, n_candidates=args.n_candidates).fit(X_train, Y_train)
         (ranked, _), t_rerank = best_time(
             lambda r=reranker: r.rerank_predictions(X_test, labels, scores, k=5), args.repeat
         )
@@ -189,9 +215,7 @@ def evaluate_model(data, model_name, args) -> list[dict]:
         rows.append(
             {
                 "setting": name,
-                "method": setting[0],
-                "weight": setting[1],
-                "gamma": setting[2],
+                "params": setting,
                 **scores_of(Y_test, ranked, inv_propensity),
                 **times,
                 "rerank_ms": rerank_ms,
@@ -217,19 +241,18 @@ def print_table(dataset: str, rows: list[dict]) -> None:
         "added_percent": "added%",
     }
     print(f"\n{dataset}")
-    print(f"{'model':<14}{'setting':<44}" + "".join(f"{short.get(c, c):>9}" for c in columns))
+    print(f"{'model':<14}{'setting':<60}" + "".join(f"{short.get(c, c):>9}" for c in columns))
     for row in rows:
         setting = row["setting"]
         if setting != "none":
-            weight = "alpha" if row["method"] == "geometric" else "beta"
-            setting = f"{setting} ({weight}={row['weight']:g}, gamma={row['gamma']:g})"
+            setting = f"{setting} ({describe(row['params'])})"
         cells = "".join(
             f"{row.get(c, float('nan')):>9.3f}"
             if c.endswith("ms")
             else f"{row.get(c, float('nan')):>9.2f}"
             for c in columns
         )
-        print(f"{row['model']:<14}{setting:<44}{cells}")
+        print(f"{row['model']:<14}{setting:<60}{cells}")
 
 
 def main(argv=None) -> None:
@@ -242,10 +265,15 @@ def main(argv=None) -> None:
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--n-candidates", type=int, default=100)
     parser.add_argument(
-        "--alphas", type=float, nargs="+", default=[0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+        "--alphas", type=float, nargs="+", default=[0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
     )
     parser.add_argument("--betas", type=float, nargs="+", default=[0.2, 0.4, 0.6, 0.8])
-    parser.add_argument("--gammas", type=float, nargs="+", default=[1.0, 3.0, 10.0, 30.0])
+    parser.add_argument(
+        "--gammas", type=float, nargs="+", default=[1.0, 2.0, 5.0, 10.0, 30.0, 50.0]
+    )
+    parser.add_argument(
+        "--propensity-exponents", type=float, nargs="+", default=[0.0, 0.25, 0.5, 1.0]
+    )
     parser.add_argument(
         "--max-p1-drop",
         type=float,

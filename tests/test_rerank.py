@@ -13,25 +13,43 @@ import scipy.sparse as sp
 from xmltree import _rerank
 from xmltree._persistence import load_model, save_model
 from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
+from xmltree.metrics import inverse_propensity
 from xmltree.rerank import STATE_PREFIX, Reranker, TailScorer, propensity_weighted_targets, rerank
 
 # ----------------------------------------------------------------------------- references
 
 
-def dense_centroids(X, Y):
-    """Mean of the unit-normalised rows carrying each label (zero if none)."""
+def reference_weights(X, feature_weighting="idf"):
+    """Smoothed IDF of each feature over the rows of X, or ones."""
     X = np.asarray(X, dtype=np.float64)
+    if feature_weighting == "none":
+        return np.ones(X.shape[1])
+    n_rows = X.shape[0]
+    return np.array([1 + math.log((1 + n_rows) / (1 + np.count_nonzero(c))) for c in X.T])
+
+
+def unit_rows(A):
+    norms = np.linalg.norm(A, axis=1, keepdims=True)
+    return np.divide(A, norms, out=np.zeros_like(A), where=norms > 0)
+
+
+def dense_centroids(X, Y, feature_weighting="idf", unit_centroids=True):
+    """Mean of the weighted, unit-normalised rows carrying each label (zero if none)."""
+    X = np.asarray(X, dtype=np.float64) * reference_weights(X, feature_weighting)
     Y = np.asarray(Y, dtype=np.float64)
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    X_unit = np.divide(X, norms, out=np.zeros_like(X), where=norms > 0)
     counts = Y.sum(axis=0)
-    sums = Y.T @ X_unit
-    return np.divide(sums, counts[:, None], out=np.zeros_like(sums), where=counts[:, None] > 0)
+    sums = Y.T @ unit_rows(X)
+    means = np.divide(sums, counts[:, None], out=np.zeros_like(sums), where=counts[:, None] > 0)
+    return unit_rows(means) if unit_centroids else means
 
 
-def reference_tail_scores(X, centroids, labels, gamma):
-    """t_l(x) = 1 / (1 + exp(gamma ||x_hat - mu_l||^2)) pair by pair; 0 in empty slots."""
+def reference_tail_scores(X, centroids, labels, gamma, weights=None):
+    """t_l(x) = 1 / (1 + exp(gamma ||x_hat - mu_l||^2)) pair by pair; 0 in empty slots.
+
+    `weights` (default: the IDF of X itself) scale the features before x is normalised.
+    """
     X = np.asarray(X, dtype=np.float64)
+    X = X * (reference_weights(X) if weights is None else weights)
     out = np.zeros(labels.shape)
     for i in range(labels.shape[0]):
         norm = np.linalg.norm(X[i])
@@ -43,12 +61,13 @@ def reference_tail_scores(X, centroids, labels, gamma):
     return out
 
 
-def reference_rerank(labels, scores, tails, method, alpha, beta):
-    """Row by row: blend, sort by (-score, label), padded slots last."""
+def reference_rerank(labels, scores, tails, method, alpha, beta, label_weights=None):
+    """Row by row: blend, weight, sort by (-score, label), padded slots last."""
     out_labels, out_scores = [], []
     for row_labels, row_scores, row_tails in zip(labels, scores, tails):
         ranked = []
         for label, p, t in zip(row_labels, row_scores, row_tails):
+            w = 1.0 if label_weights is None or label < 0 else label_weights[label]
             if label < 0:
                 continue
             if method == "geometric":
@@ -59,9 +78,10 @@ def reference_rerank(labels, scores, tails, method, alpha, beta):
                 )
                 if alpha < 1:
                     key += (1 - alpha) * math.log(t) if t > 0 else -math.inf
+                key += math.log(w)
                 blended = math.exp(key)
             else:
-                blended = key = beta * p + (1 - beta) * t
+                blended = key = (beta * p + (1 - beta) * t) * w
             ranked.append((-key, int(label), blended))
         ranked.sort(key=lambda item: (item[0], item[1]))
         n_padded = len(row_labels) - len(ranked)
@@ -96,15 +116,21 @@ def random_candidates(rng, n_samples, n_labels, n_candidates, pad_fraction=0.2):
 
 
 @pytest.mark.parametrize("n_candidates", [1, 9])
-def test_tail_scores_match_dense_reference(rng, n_candidates):
+@pytest.mark.parametrize("feature_weighting", ["idf", "none"])
+@pytest.mark.parametrize("unit_centroids", [True, False])
+def test_tail_scores_match_dense_reference(rng, n_candidates, feature_weighting, unit_centroids):
     X, Y = random_problem(rng)
+    X_new = rng.random((15, X.shape[1])) * (rng.random((15, X.shape[1])) < 0.4)
     gamma = 2.0
-    scorer = TailScorer(gamma=gamma).fit(sp.csr_matrix(X), Y)
-    centroids = dense_centroids(X, Y)
+    scorer = TailScorer(gamma, feature_weighting, unit_centroids).fit(sp.csr_matrix(X), Y)
+    centroids = dense_centroids(X, Y, feature_weighting, unit_centroids)
+    weights = reference_weights(X, feature_weighting)
+    np.testing.assert_allclose(scorer.feature_weights_, weights, rtol=1e-6)
     np.testing.assert_allclose(scorer.centroids_.toarray(), centroids, rtol=1e-5, atol=1e-7)
-    labels = random_candidates(rng, X.shape[0], Y.shape[1], n_candidates)
-    expected = reference_tail_scores(X, centroids, labels, gamma)
-    np.testing.assert_allclose(scorer.score(X, labels), expected, rtol=1e-5, atol=1e-12)
+    # New points are weighted with the training rows' IDF, not their own.
+    labels = random_candidates(rng, X_new.shape[0], Y.shape[1], n_candidates)
+    expected = reference_tail_scores(X_new, centroids, labels, gamma, weights)
+    np.testing.assert_allclose(scorer.score(X_new, labels), expected, rtol=1e-5, atol=1e-12)
 
 
 def check_dot_product_paths(rng, n_samples, n_features, n_labels, density):
@@ -192,7 +218,8 @@ def test_score_accepts_fewer_feature_columns(rng):
         ("linear", 0.8, 0.0),
     ],
 )
-def test_rerank_matches_pure_python(rng, method, alpha, beta):
+@pytest.mark.parametrize("weighted", [False, True])
+def test_rerank_matches_pure_python(rng, method, alpha, beta, weighted):
     n_samples, n_candidates = 30, 8
     labels = random_candidates(rng, n_samples, 50, n_candidates)
     scores = rng.random(labels.shape)
@@ -202,8 +229,11 @@ def test_rerank_matches_pure_python(rng, method, alpha, beta):
     # Exact ties: copy slot 0's (p, t) into slot 1, so the lower label id must win.
     scores[:, 1], tails[:, 1] = scores[:, 0], tails[:, 0]
     scores[labels < 0] = np.nan  # empty slots' scores are ignored
-    got_labels, got_scores = rerank(labels, scores, tails, method=method, alpha=alpha, beta=beta)
-    ref_labels, ref_scores = reference_rerank(labels, scores, tails, method, alpha, beta)
+    weights = 0.5 + 3 * rng.random(50) if weighted else None
+    got_labels, got_scores = rerank(
+        labels, scores, tails, method=method, alpha=alpha, beta=beta, label_weights=weights
+    )
+    ref_labels, ref_scores = reference_rerank(labels, scores, tails, method, alpha, beta, weights)
     np.testing.assert_array_equal(got_labels, ref_labels)
     np.testing.assert_allclose(got_scores, ref_scores, rtol=1e-12, atol=1e-300)
 
@@ -236,22 +266,75 @@ def rare_label_problem():
 
 
 @pytest.mark.parametrize(
-    "method,alpha,beta,gamma",
+    "settings,reaches_top",
     [
-        ("geometric", 0.8, 0.8, 30.0),
-        ("linear", 0.8, 0.3, 1.0),
+        ({}, False),  # the defaults: a mild tail weight
+        ({"feature_weighting": "none", "unit_centroids": False}, False),
+        ({"alpha": 0.8, "gamma": 30.0}, True),
+        ({"alpha": 0.4, "gamma": 30.0, "propensity_exponent": 0.0}, True),
+        ({"alpha": 0.8, "gamma": 30.0, "feature_weighting": "none"}, True),
+        ({"method": "linear", "beta": 0.3, "gamma": 1.0}, True),
+        ({"method": "linear", "beta": 0.3, "gamma": 1.0, "propensity_exponent": 1.0}, True),
     ],
 )
-def test_rare_true_label_rises_and_frequent_wrong_label_falls(method, alpha, beta, gamma):
+def test_rare_true_label_rises_and_frequent_wrong_label_falls(settings, reaches_top):
     X, Y = rare_label_problem()
-    reranker = Reranker(method=method, alpha=alpha, beta=beta, gamma=gamma).fit(X, Y)
+    reranker = Reranker(**settings).fit(X, Y)
     x_test = np.array([[0, 0, 0, 0, 0.9, 1.1]], dtype=np.float32)
     base_labels = np.array([[0, 1, 5]])
     base_scores = np.array([[0.6, 0.3, 0.1]])
     labels, scores = reranker.rerank_predictions(x_test, base_labels, base_scores, k=3)
-    assert labels[0, 0] == 5
-    assert list(labels[0]).index(0) > 0
+    ranking = list(labels[0])
+    assert ranking.index(5) < ranking.index(1)  # above a frequent wrong label
+    if reaches_top:
+        assert ranking[0] == 5
     assert np.all(np.diff(scores[0]) <= 0)
+
+
+def test_reranked_scores_finite_for_featureless_points_and_unseen_labels(rng):
+    X, Y = random_problem(rng)  # row 0 has no feature, the last label never occurs
+    unseen = Y.shape[1] - 1
+    labels = np.array([[0, unseen, 1, -1]] * 4, dtype=np.int32)
+    scores = np.array([[0.5, 0.0, 0.2, 0.0]] * 4)
+    points = np.vstack([np.zeros((2, X.shape[1]), dtype=np.float32), X[1:3]])
+    for settings in ({}, {"method": "linear", "propensity_exponent": 2.0}):
+        reranker = Reranker(**settings).fit(X, Y)
+        ranked, blended = reranker.rerank_predictions(points, labels, scores, k=4)
+        assert np.all(np.isfinite(blended))
+        assert np.all(ranked[:, 3] == -1) and np.all(blended[:, 3] == 0.0)
+        assert sorted(ranked[0, :3]) == [0, 1, unseen]
+
+
+@pytest.mark.parametrize("n_features", [0, 4])
+def test_training_rows_without_features_give_finite_scores(n_features):
+    X = sp.csr_matrix((5, n_features), dtype=np.float32)
+    reranker = Reranker().fit(X, np.eye(5, 3))
+    labels, scores = reranker.rerank_predictions(X, [[0, 1, 2]] * 5, [[0.5, 0.3, 0.2]] * 5, k=3)
+    assert np.all(np.isfinite(scores)) and np.all(scores > 0)
+    np.testing.assert_array_equal(labels, [[0, 1, 2]] * 5)  # equal tails keep the base order
+
+
+def test_propensity_exponent_ranks_by_score_times_inverse_propensity(rng):
+    X, Y = random_problem(rng, n_labels=12)
+    reranker = Reranker(alpha=1.0, propensity_exponent=1.0).fit(X, Y)
+    q = reranker.inverse_propensity_
+    np.testing.assert_allclose(q, inverse_propensity(Y, n_labels=12))
+    labels = random_candidates(rng, X.shape[0], Y.shape[1], 8)
+    scores = rng.random(labels.shape)
+    got_labels, got_scores = reranker.rerank_predictions(X, labels, scores, k=8)
+    weighted = np.where(labels >= 0, scores * q[np.maximum(labels, 0)], -1.0)
+    order = np.lexsort((labels, -weighted), axis=1)
+    np.testing.assert_array_equal(got_labels, np.take_along_axis(labels, order, axis=1))
+    np.testing.assert_allclose(
+        got_scores, np.maximum(np.take_along_axis(weighted, order, axis=1), 0.0), rtol=1e-12
+    )
+    # Rarer labels weigh more; exponent 0 leaves the base ranking (alpha = 1) alone.
+    counts = Y.sum(axis=0)
+    assert np.all(np.diff(q[np.argsort(counts, kind="stable")]) <= 1e-12)
+    reranker.set_params(propensity_exponent=0.0)
+    plain, _ = reranker.rerank_predictions(X, labels, scores, k=8)
+    base_order = np.lexsort((labels, -np.where(labels >= 0, scores, -1.0)), axis=1)
+    np.testing.assert_array_equal(plain, np.take_along_axis(labels, base_order, axis=1))
 
 
 # ----------------------------------------------------------------------------- re-ranker
@@ -263,7 +346,8 @@ def test_rerank_predictions_equals_score_then_rerank(rng):
     labels = random_candidates(rng, X.shape[0], Y.shape[1], 6)
     scores = rng.random(labels.shape)
     tails = reranker.scorer_.score(X, labels)
-    expected = rerank(labels, scores, tails, alpha=0.6)
+    weights = reranker.inverse_propensity_**reranker.propensity_exponent
+    expected = rerank(labels, scores, tails, alpha=0.6, label_weights=weights)
     got = reranker.rerank_predictions(X, labels, scores, k=6)
     np.testing.assert_array_equal(got[0], expected[0])
     np.testing.assert_allclose(got[1], expected[1], rtol=1e-12)
@@ -286,7 +370,17 @@ def test_rerank_predictions_cuts_candidates_and_pads_k(rng):
 
 def test_state_round_trip(tmp_path, rng):
     X, Y = random_problem(rng)
-    reranker = Reranker(method="linear", beta=0.4, gamma=5.0, n_candidates=7).fit(X, Y)
+    reranker = Reranker(
+        method="linear",
+        beta=0.4,
+        gamma=5.0,
+        n_candidates=7,
+        feature_weighting="none",
+        unit_centroids=False,
+        propensity_exponent=0.7,
+        propensity_a=0.6,
+        propensity_b=2.6,
+    ).fit(X, Y)
     params, arrays = reranker._get_state()
     assert all(name.startswith(STATE_PREFIX) for name in arrays)
     # As an estimator would: nested settings, arrays beside its own.
@@ -295,11 +389,10 @@ def test_state_round_trip(tmp_path, rng):
     )
     _, loaded_params, loaded_arrays = load_model(tmp_path / "model.npz")
     restored = Reranker._from_state(loaded_params["rerank"], loaded_arrays)
-    assert (restored.method, restored.beta, restored.gamma, restored.n_candidates) == (
-        "linear",
-        0.4,
-        5.0,
-        7,
+    assert restored.get_params() == reranker.get_params()
+    np.testing.assert_array_equal(restored.inverse_propensity_, reranker.inverse_propensity_)
+    np.testing.assert_array_equal(
+        restored.scorer_.feature_weights_, reranker.scorer_.feature_weights_
     )
     labels = random_candidates(rng, X.shape[0], Y.shape[1], 5)
     scores = rng.random(labels.shape)
@@ -339,6 +432,13 @@ def test_from_state_rejects_corrupt_states(rng):
         ),
         corrupt(arrays, "centroid_indptr", arrays[STATE_PREFIX + "centroid_indptr"][:-1]),
         corrupt(arrays, "label_counts", -arrays[STATE_PREFIX + "label_counts"] - 1),
+        corrupt(arrays, "feature_weights", arrays[STATE_PREFIX + "feature_weights"][:-1]),
+        corrupt(arrays, "feature_weights", -arrays[STATE_PREFIX + "feature_weights"]),
+        corrupt(arrays, "inverse_propensity", 0.0 * arrays[STATE_PREFIX + "inverse_propensity"]),
+        corrupt(
+            arrays, "inverse_propensity", arrays[STATE_PREFIX + "inverse_propensity"] + np.nan
+        ),
+        {k: v for k, v in arrays.items() if not k.endswith("inverse_propensity")},
     ]
     for bad in bad_arrays:
         with pytest.raises(ModelFormatError):
@@ -349,6 +449,10 @@ def test_from_state_rejects_corrupt_states(rng):
         ("n_labels", 0),
         ("gamma", "30"),
         ("n_features", None),
+        ("feature_weighting", "bm25"),
+        ("unit_centroids", 1),
+        ("propensity_exponent", -1.0),
+        ("propensity_b", 0.0),
     ]:
         with pytest.raises(ModelFormatError):
             Reranker._from_state({**params, name: value}, arrays)
@@ -372,6 +476,12 @@ def test_from_state_rejects_corrupt_states(rng):
         {"n_candidates": 0},
         {"n_candidates": 2.5},
         {"alpha": "0.8"},
+        {"feature_weighting": "tfidf"},
+        {"unit_centroids": "yes"},
+        {"propensity_exponent": -0.5},
+        {"propensity_exponent": float("nan")},
+        {"propensity_a": float("inf")},
+        {"propensity_b": 0.0},
     ],
 )
 def test_bad_parameters_raise_value_error(kwargs):
@@ -415,6 +525,16 @@ def test_bad_candidate_arrays_raise(rng):
         Reranker().rerank_predictions(X, good_labels, good_scores)
     with pytest.raises(NotFittedError):
         TailScorer().score(X, good_labels)
+    for bad_weights in ([1.0], np.zeros(Y.shape[1]), np.full(Y.shape[1], np.nan)):
+        with pytest.raises(DataFormatError, match="label_weights"):
+            rerank(good_labels + 1, good_scores, good_scores * 0.5, label_weights=bad_weights)
+    # Settings changed after fitting are checked when they are used.
+    for name, value in [("alpha", 3.0), ("method", "max"), ("propensity_exponent", -1.0)]:
+        changed = Reranker().fit(X, Y).set_params(**{name: value})
+        with pytest.raises(ValueError, match=name):
+            changed.rerank_predictions(X, good_labels, good_scores, k=2)
+    with pytest.raises(ValueError, match="gamma"):
+        Reranker().set_params(gamma=-1.0).fit(X, Y)
 
 
 def test_partial_ranking_keeps_the_top(rng):

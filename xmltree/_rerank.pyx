@@ -7,7 +7,9 @@ structure, feature ids below n_features, candidate ids in
 
 ``tail_log_scores``
     ``log t_l(x)`` for every (row, candidate) pair, where
-    ``t_l(x) = 1 / (1 + exp(gamma * ||x_hat - mu_l||^2))``. The squared
+    ``t_l(x) = 1 / (1 + exp(gamma * ||x_hat - mu_l||^2))``, where ``x_hat``
+    is the row with each feature scaled by its weight (e.g. its IDF), then
+    unit-normalised. The squared
     distance is expanded as ``||x_hat||^2 - 2 x_hat . mu_l + ||mu_l||^2``, so
     only the dot products of the row with its candidates' centroids are
     needed. Each row takes the cheaper of two ways to them: gather each
@@ -65,14 +67,18 @@ cdef struct Centroids:
     const float32_t* by_feature_values  # mu_label[f]
     const float64_t* sq_norms           # ||mu_l||^2 per label
     offset_t n_labels                   # rows of the centroid matrix
+    const float32_t* feature_weights    # scale of each feature before normalising
 
 
-cdef float64_t row_inverse_norm(const float32_t* values, offset_t nnz) noexcept nogil:
-    """Return 1 / ||x||, or 0 for a row with no non-zero value (it stays the zero vector)."""
+cdef float64_t row_inverse_norm(const float32_t* weights, const index_t* features,
+                                const float32_t* values, offset_t nnz) noexcept nogil:
+    """Return 1 / ||x||, x weighted, or 0 for a row with no non-zero value (it stays zero)."""
     cdef float64_t sq_norm = 0.0
+    cdef float64_t value
     cdef offset_t k
     for k in range(nnz):
-        sq_norm += <float64_t>values[k] * values[k]
+        value = <float64_t>values[k] * weights[features[k]]
+        sq_norm += value * value
     return 1.0 / sqrt(sq_norm) if sq_norm > 0.0 else 0.0
 
 
@@ -90,7 +96,8 @@ cdef void dots_by_label(const Centroids* centroids, const index_t* x_features,
     cdef index_t j, label
     cdef float64_t dot
     for k in range(x_nnz):
-        feature_buffer[x_features[k]] = x_values[k] * inv_norm
+        feature_buffer[x_features[k]] = (x_values[k] * centroids.feature_weights[x_features[k]]
+                                         * inv_norm)
     for j in range(n_candidates):
         label = candidates[j]
         if label < 0:
@@ -118,7 +125,7 @@ cdef void dots_by_feature(const Centroids* centroids, const index_t* x_features,
     cdef index_t j
     cdef float64_t value
     for k in range(x_nnz):
-        value = x_values[k] * inv_norm
+        value = x_values[k] * centroids.feature_weights[x_features[k]] * inv_norm
         for m in range(centroids.by_feature_indptr[x_features[k]],
                        centroids.by_feature_indptr[x_features[k] + 1]):
             label_buffer[centroids.by_feature_labels[m]] += value * centroids.by_feature_values[m]
@@ -139,7 +146,8 @@ cdef void score_row(const Centroids* centroids, const index_t* x_features,
                     index_t n_candidates, float64_t gamma, float64_t* feature_buffer,
                     float64_t* label_buffer, float64_t* out) noexcept nogil:
     """Fill ``out[j] = log t_{candidates[j]}(x)`` for one row; -inf for padded slots."""
-    cdef float64_t inv_norm = row_inverse_norm(x_values, x_nnz)
+    cdef float64_t inv_norm = row_inverse_norm(centroids.feature_weights, x_features,
+                                               x_values, x_nnz)
     cdef float64_t x_sq_norm = 1.0 if inv_norm > 0.0 else 0.0
     cdef offset_t label_cost = 0, n_walked = 0
     cdef offset_t k
@@ -180,6 +188,7 @@ def tail_log_scores(const offset_t[::1] x_indptr, const index_t[::1] x_indices,
                     const offset_t[::1] by_feature_indptr, const index_t[::1] by_feature_labels,
                     const float32_t[::1] by_feature_values,
                     const float64_t[::1] centroid_sq_norms,
+                    const float32_t[::1] feature_weights,
                     const index_t[:, ::1] candidates, float64_t gamma):
     """Return ``log t_l(x)`` for every (row, candidate) pair.
 
@@ -193,6 +202,8 @@ def tail_log_scores(const offset_t[::1] x_indptr, const index_t[::1] x_indices,
         The same matrix in CSC; ``by_feature_indptr`` has n_features + 1 entries.
     centroid_sq_norms : numpy.ndarray of shape (n_labels,)
         ``||mu_l||^2`` per label.
+    feature_weights : numpy.ndarray of shape (n_features,), float32
+        Factor applied to each feature before the row is unit-normalised.
     candidates : numpy.ndarray of shape (n_samples, n_candidates), int32
         Label ids in ``[0, n_labels)``, or -1 for a padded slot.
     gamma : float
@@ -209,6 +220,8 @@ def tail_log_scores(const offset_t[::1] x_indptr, const index_t[::1] x_indices,
     cdef Py_ssize_t n_labels = centroid_sq_norms.shape[0]
     if x_indptr.shape[0] != n_samples + 1 or by_label_indptr.shape[0] != n_labels + 1:
         raise ValueError("tail_log_scores: indptr lengths disagree with the row counts")
+    if feature_weights.shape[0] != n_features:
+        raise ValueError("tail_log_scores: feature_weights length differs from n_features")
     result = np.full((n_samples, n_candidates), -np.inf, dtype=np.float64)
     if n_samples == 0 or n_candidates == 0:
         return result
@@ -228,6 +241,8 @@ def tail_log_scores(const offset_t[::1] x_indptr, const index_t[::1] x_indices,
     centroids.by_feature_values = &by_feature_values[0]
     centroids.sq_norms = &centroid_sq_norms[0]
     centroids.n_labels = n_labels
+    # Never read when there is no feature (every row is then empty).
+    centroids.feature_weights = &feature_weights[0] if n_features > 0 else NULL
     cdef int n_threads = min(omp_get_max_threads(), n_samples)
     # All-zero scratch buffers, one row per thread, owned here so that no
     # thread has to allocate (or report an allocation failure) in the loop.

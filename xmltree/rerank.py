@@ -19,12 +19,33 @@ and blending it with the ensemble's score ``p_l``. Two blends are offered:
 ``"linear"`` (LdSM, Majzoubi & Choromanska 2020)
     ``s_l = beta * p_l + (1 - beta) * t_l``.
 
-The defaults ``gamma = 30`` and ``alpha = 0.8`` are those of the PfastreXML
-reference implementation's usage line (``-g 30 -a 0.8``); the tail classifier
-is written here exactly as issue 4 states it (with ``t_l <= 1/2``, reached at
-zero distance). Only the *ranking* of candidates depends on the form, and for
-the geometric blend ``(1 - alpha) log t_l`` is, up to a term that vanishes for
-``gamma d >> 1``, just ``-(1 - alpha) gamma d``: a distance penalty.
+Either blend is then multiplied by ``q_l**lambda``, the label's inverse
+propensity (Jain et al.) raised to ``propensity_exponent``: ranking by
+``p_l q_l`` is what maximises the expected PSP@k when ``p_l`` is a
+probability, and it is how PfastreXML's propensity-scored training targets
+act on a leaf's label scores. Here it acts on the candidates' scores, so the
+base model is left untouched.
+
+The tail classifier is written as issue 4 states it (``t_l <= 1/2``, reached
+at zero distance). Only the *ranking* of candidates depends on the form, and
+for the geometric blend ``(1 - alpha) log t_l`` is, up to a term that
+vanishes for ``gamma d >> 1``, just ``-(1 - alpha) gamma d``: a distance
+penalty. Two choices make the distance more telling for rare labels, and are
+on by default: features are weighted by their inverse document frequency
+before rows are unit-normalised (``feature_weighting="idf"``; rare, specific
+words then dominate the centroids), and the centroids themselves are
+unit-normalised (``unit_centroids=True``), so that ``d = 2 - 2 cos`` and a
+frequent label's diffuse, short centroid is not closer to every point than a
+rare label's sharp one.
+
+The defaults (``alpha = 0.7, gamma = 2, propensity_exponent = 0.25``) were
+chosen on held-out training rows of Bibtex and Delicious, for 10- and 50-tree
+LdSM ensembles, as a setting that raises PSP@k on all four while costing
+none of them more than 0.2 points of P@1. The best setting differs a lot
+between data sets (Bibtex gains most from a strong tail classifier, e.g.
+``alpha = 0.3-0.4, gamma = 30-50``; Delicious from the propensity weight), so
+where PSP matters, tune them with ``benchmarks/bench_rerank.py``
+(``benchmarks/README.md``).
 
 Cost: one sparse dot product ``x_hat . mu_l`` per (row, candidate) pair in a
 compiled kernel (``_rerank.tail_log_scores``); nothing dense over
@@ -50,6 +71,7 @@ from . import _rerank
 from ._base import Estimator
 from ._validation import check_csr_structure, check_features, check_labels
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
+from .metrics import inverse_propensity
 
 __all__ = ["TailScorer", "Reranker", "rerank", "propensity_weighted_targets"]
 
@@ -57,6 +79,9 @@ logger = logging.getLogger(__name__)
 
 #: Blend names accepted by :func:`rerank` and :class:`Reranker`.
 METHODS = ("geometric", "linear")
+
+#: Feature weightings accepted by :class:`TailScorer` and :class:`Reranker`.
+FEATURE_WEIGHTINGS = ("idf", "none")
 
 #: Prefix of the array names in :meth:`Reranker._get_state`, so that an
 #: estimator can store the re-ranker's arrays beside its own in one file.
@@ -87,6 +112,22 @@ def _check_blend(method, alpha, beta) -> tuple[str, float, float]:
 def _check_gamma(gamma) -> float:
     """Return the tail classifier's sharpness as a finite float > 0."""
     return _check_real(gamma, "gamma", 0.0, math.inf, low_open=True)
+
+
+def _check_exponent(value) -> float:
+    """Return the inverse-propensity exponent as a finite float >= 0."""
+    return _check_real(value, "propensity_exponent", 0.0, math.inf)
+
+
+def _check_tail_settings(feature_weighting, unit_centroids) -> tuple[str, bool]:
+    """Validate how :class:`TailScorer` builds its centroids."""
+    if feature_weighting not in FEATURE_WEIGHTINGS:
+        raise ValueError(
+            f"feature_weighting must be one of {FEATURE_WEIGHTINGS}, got {feature_weighting!r}"
+        )
+    if not isinstance(unit_centroids, (bool, np.bool_)):
+        raise ValueError(f"unit_centroids must be True or False, got {unit_centroids!r}")
+    return feature_weighting, bool(unit_centroids)
 
 
 def _check_count(value, name: str) -> int:
@@ -161,15 +202,23 @@ def _weighted_log(weight: float, values: np.ndarray) -> np.ndarray:
         return weight * np.log(values)
 
 
-def _blend_and_rank(labels, scores, log_tail, method, alpha, beta, k=None):
-    """Blend validated base scores with log tail scores; return the ranked (top `k`)."""
+def _blend_and_rank(labels, scores, log_tail, method, alpha, beta, k=None, log_weights=None):
+    """Blend validated base scores with log tail scores; return the ranked (top `k`).
+
+    `log_weights`, if given, holds the log of a positive factor per candidate
+    (the label's weight) that multiplies its blended score.
+    """
     if method == "geometric":
         # 0 * (-inf) would be NaN: a zero weight must silence its factor.
         tail_term = np.zeros_like(log_tail) if alpha == 1.0 else (1.0 - alpha) * log_tail
         keys = _weighted_log(alpha, scores) + tail_term
+        if log_weights is not None:
+            keys += log_weights
         blended = np.exp(keys)
     else:
         blended = beta * scores + (1.0 - beta) * np.exp(log_tail)
+        if log_weights is not None:
+            blended *= np.exp(log_weights)
         keys = blended
     keys[labels < 0] = -np.inf
     order = _rerank.rank_candidates(labels, keys, -1 if k is None else k)
@@ -184,6 +233,7 @@ def rerank(
     method: str = "geometric",
     alpha: float = 0.8,
     beta: float = 0.8,
+    label_weights=None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Blend candidate scores with tail-classifier scores and re-sort each row.
 
@@ -203,6 +253,10 @@ def rerank(
         Weight of the base score in the geometric blend; 1 keeps the base ranking.
     beta : float in [0, 1], default=0.8
         Weight of the base score in the linear blend; 1 keeps the base ranking.
+    label_weights : array-like of shape (n_labels,), optional
+        A positive factor per label id that multiplies its blended score
+        (e.g. inverse propensities to a power); ``n_labels`` must exceed
+        every candidate id.
 
     Returns
     -------
@@ -220,10 +274,15 @@ def rerank(
         On an unknown method or out-of-range weights.
     DataFormatError
         On arrays of mismatched shapes, ids below -1, non-finite scores,
-        negative scores (geometric blend) or tail scores outside ``[0, 1]``.
+        negative scores (geometric blend), tail scores outside ``[0, 1]``, or
+        label weights that are not finite and positive or do not cover every
+        candidate id.
     """
     method, alpha, beta = _check_blend(method, alpha, beta)
     labels = _check_candidate_labels(labels)
+    log_weights = None
+    if label_weights is not None:
+        log_weights = _candidate_log_weights(labels, label_weights)
     scores = _check_candidate_scores(scores, labels)
     tail = _check_candidate_scores(tail_scores, labels, "tail_scores")
     real = labels >= 0
@@ -233,10 +292,31 @@ def rerank(
         _check_geometric_scores(scores, labels)
     with np.errstate(divide="ignore"):
         log_tail = np.log(np.where(real, tail, 0.0))
-    return _blend_and_rank(labels, scores, log_tail, method, alpha, beta)
+    return _blend_and_rank(labels, scores, log_tail, method, alpha, beta, log_weights=log_weights)
+
+
+def _candidate_log_weights(labels: np.ndarray, label_weights) -> np.ndarray:
+    """Return ``log label_weights[label]`` per candidate slot (0 in empty slots)."""
+    weights = np.asarray(label_weights, dtype=np.float64)
+    if weights.ndim != 1 or not np.all(np.isfinite(weights)) or np.any(weights <= 0.0):
+        raise DataFormatError("label_weights: expected a 1-D array of finite positive values")
+    if labels.size and labels.max() >= weights.shape[0]:
+        raise DataFormatError(
+            f"label_weights: has {weights.shape[0]} entries but label id {int(labels.max())} "
+            "is a candidate"
+        )
+    return np.where(labels >= 0, np.log(weights)[np.maximum(labels, 0)], 0.0)
 
 
 # ----------------------------------------------------------------------------- tail scorer
+
+
+def _unit_rows(matrix) -> sp.csr_matrix:
+    """Return `matrix` (sparse) with each non-zero row scaled to unit L2 norm."""
+    matrix = sp.csr_matrix(matrix)
+    row_norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1), dtype=np.float64).ravel())
+    inverse_norms = np.divide(1.0, row_norms, out=np.zeros_like(row_norms), where=row_norms > 0)
+    return sp.csr_matrix(sp.diags(inverse_norms.astype(np.float32)) @ matrix)
 
 
 class TailScorer:
@@ -244,23 +324,39 @@ class TailScorer:
 
     Parameters
     ----------
-    gamma : float, default=30.0
+    gamma : float, default=2.0
         Sharpness of ``t_l(x) = 1 / (1 + exp(gamma * ||x_hat - mu_l||^2))``;
         larger values trust only candidates very close to their centroid.
+    feature_weighting : {"idf", "none"}, default="idf"
+        Scale each feature by its smoothed inverse document frequency in the
+        training rows, ``1 + log((1 + n) / (1 + df_f))``, before rows are
+        unit-normalised (both in training and when scoring), or leave the
+        features as they are.
+    unit_centroids : bool, default=True
+        Unit-normalise each centroid, making ``||x_hat - mu_l||^2`` equal to
+        ``2 - 2 cos(x, mu_l)``; otherwise ``mu_l`` is the plain mean.
 
     Attributes
     ----------
     centroids_ : scipy.sparse.csr_matrix of shape (n_labels, n_features), float32
-        ``mu_l``: mean of the unit-L2-normalised training rows carrying label
-        ``l``; an empty row for a label never seen in training.
+        ``mu_l``: mean of the weighted, unit-L2-normalised training rows
+        carrying label ``l`` (unit-normalised if `unit_centroids`); an empty
+        row for a label never seen in training.
+    feature_weights_ : numpy.ndarray of shape (n_features,), float32
+        The factor applied to each feature (all 1 without weighting).
     label_counts_ : numpy.ndarray of shape (n_labels,), int64
         Training rows per label.
     n_features_, n_labels_ : int
         Dimensions seen in :meth:`fit`.
     """
 
-    def __init__(self, gamma: float = 30.0):
+    def __init__(
+        self, gamma: float = 2.0, feature_weighting: str = "idf", unit_centroids: bool = True
+    ):
         self.gamma = _check_gamma(gamma)
+        self.feature_weighting, self.unit_centroids = _check_tail_settings(
+            feature_weighting, unit_centroids
+        )
 
     def fit(self, X, Y, n_labels: int | None = None) -> TailScorer:
         """Compute the label centroids.
@@ -282,22 +378,32 @@ class TailScorer:
         """
         X = check_features(X)
         Y = check_labels(Y, n_samples=X.shape[0], n_labels=n_labels)
-        row_norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel())
-        inverse_norms = np.divide(
-            1.0, row_norms, out=np.zeros_like(row_norms), where=row_norms > 0
-        )
-        X_unit = sp.diags(inverse_norms.astype(np.float32)) @ X
+        weights = self._fit_feature_weights(X)
+        X_unit = _unit_rows(X @ sp.diags(weights))
         counts = np.diff(Y.tocsc().indptr).astype(np.int64)
         inverse_counts = np.divide(1.0, counts, out=np.zeros(counts.shape), where=counts > 0)
         centroids = sp.diags(inverse_counts.astype(np.float32)) @ (Y.T.tocsr() @ X_unit)
-        self._set_centroids(sp.csr_matrix(centroids, dtype=np.float32), counts)
+        if self.unit_centroids:
+            centroids = _unit_rows(centroids)
+        self._set_centroids(sp.csr_matrix(centroids, dtype=np.float32), counts, weights)
         logger.debug(
             "fitted %d label centroids (%d stored values)", counts.size, self.centroids_.nnz
         )
         return self
 
-    def _set_centroids(self, centroids: sp.csr_matrix, counts: np.ndarray) -> None:
+    def _fit_feature_weights(self, X: sp.csr_matrix) -> np.ndarray:
+        """Per-feature factors (float32): smoothed IDF of the training rows, or ones."""
+        if self.feature_weighting == "none":
+            return np.ones(X.shape[1], dtype=np.float32)
+        document_frequency = np.bincount(X.indices, minlength=X.shape[1])
+        idf = 1.0 + np.log((1.0 + X.shape[0]) / (1.0 + document_frequency))
+        return idf.astype(np.float32)
+
+    def _set_centroids(
+        self, centroids: sp.csr_matrix, counts: np.ndarray, feature_weights: np.ndarray
+    ) -> None:
         """Install centroids in the layout the kernel reads and cache their norms."""
+        self.feature_weights_ = np.ascontiguousarray(feature_weights, dtype=np.float32)
         centroids.sum_duplicates()
         centroids.sort_indices()
         centroids.indices = centroids.indices.astype(np.int32, copy=False)
@@ -318,7 +424,7 @@ class TailScorer:
             row_of_value,
             weights=centroids.data.astype(np.float64) ** 2,
             minlength=self.n_labels_,
-        )
+        ).astype(np.float64)  # bincount of nothing is int64
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "centroids_"):
@@ -339,6 +445,7 @@ class TailScorer:
             centroids.data,
             *self._centroids_by_feature,
             self._centroid_sq_norms,
+            self.feature_weights_,
             labels,
             self.gamma,
         )
@@ -373,29 +480,44 @@ class Reranker(Estimator):
     ----------
     method : {"geometric", "linear"}, default="geometric"
         Blend of base score ``p`` and tail score ``t`` (see :func:`rerank`).
-    alpha : float in [0, 1], default=0.8
-        Base-score exponent of the geometric blend (PfastreXML's default).
+    alpha : float in [0, 1], default=0.7
+        Base-score exponent of the geometric blend (PfastreXML uses 0.8).
     beta : float in [0, 1], default=0.8
         Base-score weight of the linear blend.
-    gamma : float, default=30.0
-        Sharpness of the tail classifier (PfastreXML's default).
+    gamma : float, default=2.0
+        Sharpness of the tail classifier (PfastreXML uses 30).
     n_candidates : int, default=100
         How many of the base model's top candidates to re-rank; callers
         should ask the base model for this many, and more are cut to the
         best ``n_candidates`` by base score.
+    feature_weighting : {"idf", "none"}, default="idf"
+        Feature weighting of the tail classifier (see :class:`TailScorer`).
+    unit_centroids : bool, default=True
+        Unit-normalise the tail classifier's centroids (see :class:`TailScorer`).
+    propensity_exponent : float >= 0, default=0.25
+        ``lambda``: each blended score is multiplied by the label's inverse
+        propensity ``q_l**lambda``; 0 turns this off, 1 ranks by
+        ``p_l q_l`` (the expected-PSP ranking when ``p_l`` is a probability).
+    propensity_a, propensity_b : float, default=0.55, 1.5
+        Constants of the propensity model fitted on the training labels
+        (:func:`xmltree.metrics.inverse_propensity`; see its presets).
 
     Attributes
     ----------
     scorer_ : TailScorer
         The fitted tail classifier.
+    inverse_propensity_ : numpy.ndarray of shape (n_labels,), float64
+        ``q_l`` of each label, from the training labels.
 
     Notes
     -----
-    The PfastreXML defaults suit Bibtex but cost Delicious (19 labels per
-    point) about 5 points of P@1. Settings tuned on a held-out fifth of the
-    training rows with ``benchmarks/bench_rerank.py`` (best PSP@5 losing at
-    most 1 point of P@1), for a 50-tree LdSM: Bibtex geometric
-    ``alpha=0.5, gamma=30``; Delicious geometric ``alpha=0.5, gamma=3``.
+    The blend settings (``method``, ``alpha``, ``beta``,
+    ``propensity_exponent``) are read at re-ranking time and may be changed
+    with :meth:`set_params` after fitting; the others take effect at
+    :meth:`fit`. The defaults raise PSP@k on both Bibtex and Delicious for at
+    most 1 point of P@1 (chosen on held-out training rows); per data set,
+    tuned with ``benchmarks/bench_rerank.py`` for a 50-tree LdSM, Bibtex
+    prefers a much stronger tail classifier (see ``benchmarks/README.md``).
     Accuracy barely changes beyond 20-50 candidates.
     """
 
@@ -404,14 +526,25 @@ class Reranker(Estimator):
     def __init__(
         self,
         method: str = "geometric",
-        alpha: float = 0.8,
+        alpha: float = 0.7,
         beta: float = 0.8,
-        gamma: float = 30.0,
+        gamma: float = 2.0,
         n_candidates: int = 100,
+        feature_weighting: str = "idf",
+        unit_centroids: bool = True,
+        propensity_exponent: float = 0.25,
+        propensity_a: float = 0.55,
+        propensity_b: float = 1.5,
     ):
         self.method, self.alpha, self.beta = _check_blend(method, alpha, beta)
         self.gamma = _check_gamma(gamma)
         self.n_candidates = _check_count(n_candidates, "n_candidates")
+        self.feature_weighting, self.unit_centroids = _check_tail_settings(
+            feature_weighting, unit_centroids
+        )
+        self.propensity_exponent = _check_exponent(propensity_exponent)
+        self.propensity_a = _check_real(propensity_a, "propensity_a", -math.inf, math.inf)
+        self.propensity_b = _check_real(propensity_b, "propensity_b", 0.0, math.inf, low_open=True)
 
     def fit(self, X, Y, n_labels: int | None = None) -> Reranker:
         """Fit the tail classifier on the training data of the base model.
@@ -430,7 +563,17 @@ class Reranker(Estimator):
         Reranker
             ``self``.
         """
-        self.scorer_ = TailScorer(self.gamma).fit(X, Y, n_labels=n_labels)
+        # Re-check settings that set_params may have changed since __init__.
+        self.gamma = _check_gamma(self.gamma)
+        self.propensity_a = _check_real(self.propensity_a, "propensity_a", -math.inf, math.inf)
+        self.propensity_b = _check_real(
+            self.propensity_b, "propensity_b", 0.0, math.inf, low_open=True
+        )
+        scorer = TailScorer(self.gamma, self.feature_weighting, self.unit_centroids)
+        self.scorer_ = scorer.fit(X, Y, n_labels=n_labels)
+        self.inverse_propensity_ = inverse_propensity(
+            Y, A=self.propensity_a, B=self.propensity_b, n_labels=scorer.n_labels_
+        )
         return self
 
     def rerank_predictions(self, X, labels, scores, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
@@ -457,16 +600,24 @@ class Reranker(Estimator):
         if not hasattr(self, "scorer_"):
             raise NotFittedError("this Reranker is not fitted yet; call fit(X, Y) first")
         k = _check_count(k, "k")
+        # Blend settings may have been changed with set_params: check them here.
+        method, alpha, beta = _check_blend(self.method, self.alpha, self.beta)
+        exponent = _check_exponent(self.propensity_exponent)
+        n_candidates = _check_count(self.n_candidates, "n_candidates")
         labels = _check_candidate_labels(labels, self.scorer_.n_labels_)
         scores = _check_candidate_scores(scores, labels)
-        if self.method == "geometric":
+        if method == "geometric":
             _check_geometric_scores(scores, labels)
-        if labels.shape[1] > self.n_candidates:
+        if labels.shape[1] > n_candidates:
             keys = np.where(labels >= 0, scores, -np.inf)
-            order = _rerank.rank_candidates(labels, keys, self.n_candidates)
-            labels, scores = _take_ranked(labels, scores, order, self.n_candidates)
+            order = _rerank.rank_candidates(labels, keys, n_candidates)
+            labels, scores = _take_ranked(labels, scores, order, n_candidates)
         log_tail = self.scorer_._log_score(X, labels)
-        return _blend_and_rank(labels, scores, log_tail, self.method, self.alpha, self.beta, k)
+        log_weights = None
+        if exponent > 0.0:
+            log_q = np.log(self.inverse_propensity_)[np.maximum(labels, 0)]
+            log_weights = np.where(labels >= 0, exponent * log_q, 0.0)
+        return _blend_and_rank(labels, scores, log_tail, method, alpha, beta, k, log_weights)
 
     # ------------------------------------------------------------------------- persistence
 
@@ -474,11 +625,7 @@ class Reranker(Estimator):
         """Return JSON-able settings and ``STATE_PREFIX``-named arrays of a fitted re-ranker."""
         scorer = self.scorer_
         params = {
-            "method": self.method,
-            "alpha": self.alpha,
-            "beta": self.beta,
-            "gamma": self.gamma,
-            "n_candidates": self.n_candidates,
+            **{name: getattr(self, name) for name in _SETTINGS},
             "n_features": int(scorer.n_features_),
             "n_labels": int(scorer.n_labels_),
         }
@@ -487,6 +634,8 @@ class Reranker(Estimator):
             "centroid_indices": scorer.centroids_.indices,
             "centroid_data": scorer.centroids_.data,
             "label_counts": scorer.label_counts_,
+            "feature_weights": scorer.feature_weights_,
+            "inverse_propensity": self.inverse_propensity_,
         }
         return params, {STATE_PREFIX + name: array for name, array in arrays.items()}
 
@@ -504,12 +653,7 @@ class Reranker(Estimator):
             shapes, a broken CSR structure, or non-finite values.
         """
         try:
-            reranker = cls(
-                **{
-                    name: params[name]
-                    for name in ("method", "alpha", "beta", "gamma", "n_candidates")
-                }
-            )
+            reranker = cls(**{name: params[name] for name in _SETTINGS})
             n_features = _check_count(params["n_features"], "n_features")
             n_labels = _check_count(params["n_labels"], "n_labels")
         except (KeyError, TypeError, ValueError) as exc:
@@ -518,18 +662,40 @@ class Reranker(Estimator):
         indices = _state_array(arrays, "centroid_indices", np.int32, None)
         data = _state_array(arrays, "centroid_data", np.float32, indices.shape)
         counts = _state_array(arrays, "label_counts", np.int64, (n_labels,))
+        weights = _state_array(arrays, "feature_weights", np.float32, (n_features,))
+        q = _state_array(arrays, "inverse_propensity", np.float64, (n_labels,))
         try:
             check_csr_structure(indptr, indices, (n_labels, n_features), "re-ranker centroids")
         except DataFormatError as exc:
             raise ModelFormatError(str(exc)) from exc
         if not np.all(np.isfinite(data)) or np.any(counts < 0):
             raise ModelFormatError("re-ranker centroids: non-finite values or negative counts")
-        scorer = TailScorer(reranker.gamma)
+        if not (np.all(np.isfinite(weights)) and np.all(weights >= 0)):
+            raise ModelFormatError("re-ranker feature weights: must be finite and >= 0")
+        if not (np.all(np.isfinite(q)) and np.all(q > 0)):
+            raise ModelFormatError("re-ranker inverse propensities: must be finite and > 0")
+        scorer = TailScorer(reranker.gamma, reranker.feature_weighting, reranker.unit_centroids)
         scorer._set_centroids(
-            sp.csr_matrix((data, indices, indptr), shape=(n_labels, n_features)), counts
+            sp.csr_matrix((data, indices, indptr), shape=(n_labels, n_features)), counts, weights
         )
         reranker.scorer_ = scorer
+        reranker.inverse_propensity_ = q
         return reranker
+
+
+#: Constructor parameters stored with a fitted re-ranker.
+_SETTINGS = (
+    "method",
+    "alpha",
+    "beta",
+    "gamma",
+    "n_candidates",
+    "feature_weighting",
+    "unit_centroids",
+    "propensity_exponent",
+    "propensity_a",
+    "propensity_b",
+)
 
 
 def _state_array(arrays: dict, name: str, dtype, shape) -> np.ndarray:
@@ -567,8 +733,6 @@ def propensity_weighted_targets(Y, A: float = 0.55, B: float = 1.5) -> sp.csr_ma
     scipy.sparse.csr_matrix of shape (n_samples, n_labels), float32
         ``Y[i, l] = 1 / p_l`` where ``Y[i, l] = 1``.
     """
-    from .metrics import inverse_propensity
-
     Y = check_labels(Y)
     weights = np.asarray(inverse_propensity(Y, A=A, B=B), dtype=np.float32)
     weighted = Y.copy()
