@@ -87,6 +87,8 @@ def test_paths_follow_children():
             assert tree.children[nodes[level], slots[level]] == nodes[level + 1]
         assert tree.children[nodes[-1], slots[-1]] == -label - 2
     assert set(tree.labels_under(0)) == set(range(40))
+    leaf_nodes, leaf_slots = tree.leaves()
+    np.testing.assert_array_equal(tree.children[leaf_nodes, leaf_slots], -np.arange(40) - 2)
 
 
 def test_malformed_children_are_rejected():

@@ -198,6 +198,32 @@ def test_language_model_depth_constrained(rng):
     assert model.perplexity(X[10:], y[10:]) < 2.0
 
 
+def test_reassignment_carries_leaf_parameters_with_labels(rng):
+    """A label moved by AssignLabels takes its old leaf slot's weights along:
+    they score that label, not whatever the new slot held before."""
+    tree = huffman_tree([1, 1, 1, 1], 2)
+    model = LearnedTree(arity=2, tree="learned")
+    model.tree_ = tree
+    model.weights_ = rng.normal(size=(tree.n_nodes, 2, 3)).astype(np.float32)
+    model.biases_ = rng.normal(size=(tree.n_nodes, 2)).astype(np.float32)
+    # The root statistics send labels {0, 3} left and {1, 2} right.
+    counts = np.full((4, tree.max_depth), 10.0)
+    probas = np.full((4, tree.max_depth, 2), 5.0)
+    probas[[0, 3], 0] = [10, 0]
+    probas[[1, 2], 0] = [0, 10]
+    old_nodes, old_slots = tree.leaves()
+    old_weights = model.weights_[old_nodes, old_slots]
+    old_biases = model.biases_[old_nodes, old_slots]
+    old_root = model.weights_[0].copy()
+    model._update_tree((probas, counts))
+    new_nodes, new_slots = model.tree_.leaves()
+    assert set(model.tree_.labels_under(int(model.tree_.children[0, 0]))) == {0, 3}
+    np.testing.assert_array_equal(model.weights_[new_nodes, new_slots], old_weights)
+    np.testing.assert_array_equal(model.biases_[new_nodes, new_slots], old_biases)
+    # The root keeps its node parameters: its slots stay internal.
+    np.testing.assert_array_equal(model.weights_[0], old_root)
+
+
 def test_save_load_round_trip(tmp_path, rng):
     docs, y = synthetic_text(rng, 200)
     labels = np.array([f"intent_{c}" for c in y])

@@ -147,6 +147,12 @@ class LabelTree:
         """Length of the longest root-to-leaf path (in edges)."""
         return self.path_nodes.shape[1]
 
+    def leaves(self) -> tuple[np.ndarray, np.ndarray]:
+        """Return the ``(node, slot)`` of every label's leaf, two arrays of shape (n_labels,)."""
+        labels = np.arange(self.n_labels)
+        last = self.label_depth - 1
+        return self.path_nodes[labels, last], self.path_slots[labels, last]
+
     def labels_under(self, node: int) -> np.ndarray:
         """Return the sorted labels whose leaf lies below internal ``node``."""
         hits = np.any(self.path_nodes == node, axis=1)

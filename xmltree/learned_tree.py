@@ -300,12 +300,8 @@ class LearnedTree(Estimator):
         old = self.tree_
         new, source = reassign_tree(old, stats[0], stats[1], max_depth=self.max_depth,
                                     log_gradient=self.objective == "likelihood")
-        kept = source >= 0
-        for name in ("weights_", "biases_"):
-            old_values = getattr(self, name)
-            values = np.zeros((new.n_nodes,) + old_values.shape[1:], dtype=np.float32)
-            values[kept] = old_values[source[kept]]
-            setattr(self, name, values)
+        self.weights_ = _carry_parameters(self.weights_, old, new, source)
+        self.biases_ = _carry_parameters(self.biases_, old, new, source)
         self.tree_ = new
         # Statistics stay valid for a (label, depth) whose node is unchanged.
         sum_probas, counts = self._new_stats()
@@ -461,6 +457,25 @@ class LearnedTree(Estimator):
         model.label_counts_ = counts
         model.train_loss_ = []
         return model
+
+
+def _carry_parameters(values: np.ndarray, old: LabelTree, new: LabelTree,
+                      source: np.ndarray) -> np.ndarray:
+    """Map per-(node, slot) parameters of ``old`` onto the re-assigned tree ``new``.
+
+    A node inherits the rows of the old node it replaces (``source``, see
+    :func:`xmltree.label_tree.reassign_tree`); new nodes start at zero. A
+    label's leaf slot then takes the parameters of that label's old leaf
+    slot: they score the label itself, whereas the slot's inherited ones
+    were trained for whatever it held before (often another label).
+    """
+    carried = np.zeros((new.n_nodes,) + values.shape[1:], dtype=np.float32)
+    kept = source >= 0
+    carried[kept] = values[source[kept]]
+    old_nodes, old_slots = old.leaves()
+    new_nodes, new_slots = new.leaves()
+    carried[new_nodes, new_slots] = values[old_nodes, old_slots]
+    return carried
 
 
 def _is_text(X) -> bool:
