@@ -14,6 +14,11 @@ from ._optim cimport OptimizerKind, Regressor
 from ._types cimport float32_t, float64_t, index_t
 
 
+cdef enum LossKind:
+    LOSS_HINGE = 0      # margin steps to a target sign (Vowpal Wabbit's log_multi)
+    LOSS_LOGISTIC = 1   # logistic loss against a target in {0, 1}
+
+
 cdef struct Node:
     index_t parent        # parent node id; -1 for the root
     index_t left          # left child id (taken when the score is < 0); -1 for a leaf
@@ -48,6 +53,7 @@ cdef class LOMTreeBuilder:
     cdef readonly float64_t swap_resistance    # RS of Inequality 2
     cdef readonly float64_t learning_rate      # step size of the node regressors
     cdef OptimizerKind optimizer               # SGD or NAG (shared _optim kernels)
+    cdef LossKind loss                         # loss of the node regressors
     cdef readonly int64_t n_swaps              # swaps performed so far
     cdef readonly int64_t n_examples_seen      # training examples processed so far
     cdef object ranking                        # cached _ranked_histograms(); None when stale

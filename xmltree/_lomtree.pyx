@@ -5,8 +5,9 @@ Each internal node v holds a linear regressor h_v trained online with the
 shared SGD / NAG updates of :mod:`xmltree._optim`. An example of class y that
 reaches v gets the binary target "left" when the running mean score of v,
 E_v, exceeds that of its own class, e_v(y), and "right" otherwise; after the
-update, it follows the sign of h_v(x) (left when negative). Because the
-regressors minimise a logistic loss, "left" is target 0 and "right" target 1.
+update, it follows the sign of h_v(x) (left when negative). With the hinge
+loss (the margin steps, as in Vowpal Wabbit's ``--log_multi``) "left" is the
+target sign -1 and "right" +1; with the logistic loss they are targets 0 and 1.
 
 A leaf splits when it has seen at least two classes and either the budget T
 of internal nodes is not exhausted, or Inequality 2 holds:
@@ -29,11 +30,15 @@ from libc.stdint cimport int32_t, int64_t
 from libc.string cimport memset
 from libcpp.vector cimport vector
 
-from ._optim cimport OPTIMIZER_NAG, OPTIMIZER_SGD, Regressor, regressor_step, score
+from ._optim cimport OPTIMIZER_NAG, OPTIMIZER_SGD, Regressor, nag_margin_step, regressor_step
+from ._optim cimport score, sgd_margin_step
 from ._types cimport float32_t, float64_t, index_t, offset_t
 
 #: Names of the optimisers accepted by :class:`LOMTreeBuilder`.
 OPTIMIZERS = ("sgd", "nag")
+
+#: Names of the losses accepted by :class:`LOMTreeBuilder`.
+LOSSES = ("hinge", "logistic")
 
 #: Per-node arrays returned by :meth:`LOMTreeBuilder.get_state` (name, dtype).
 NODE_FIELDS = (("parent", np.int32), ("left", np.int32), ("right", np.int32),
@@ -83,22 +88,27 @@ cdef class LOMTreeBuilder:
         Online update of the node regressors.
     learning_rate : float
         Step size of the node regressors.
+    loss : {"hinge", "logistic"}
+        Loss of the node regressors.
     """
 
     def __cinit__(self, index_t n_features, index_t n_classes, index_t max_internal_nodes,
-                  double swap_resistance, str optimizer, double learning_rate):
+                  double swap_resistance, str optimizer, double learning_rate, str loss):
         # Node ids (up to 2 T + 1) must fit in index_t.
         if n_features < 0 or n_classes < 1 or not 1 <= max_internal_nodes < 2**30:
             raise ValueError("need n_features >= 0, n_classes >= 1 and "
                              "1 <= max_internal_nodes < 2**30")
         if optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
+        if loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
         self.n_features = n_features
         self.n_classes = n_classes
         self.max_internal_nodes = max_internal_nodes
         self.swap_resistance = swap_resistance
         self.learning_rate = learning_rate
         self.optimizer = OPTIMIZER_NAG if optimizer == "nag" else OPTIMIZER_SGD
+        self.loss = LOSS_HINGE if loss == "hinge" else LOSS_LOGISTIC
         # np.zeros maps untouched pages lazily, so an unused slot costs no memory.
         self.weights = np.zeros((max_internal_nodes, n_features + 1))
         self.scale = np.zeros((max_internal_nodes, n_features + 1))
@@ -274,9 +284,18 @@ cdef class LOMTreeBuilder:
         cdef float64_t mean_score = v.score_sum / v.n_trained if v.n_trained > 0 else 0.0
         cdef float64_t class_mean = (stats.score_sum / stats.n_trained
                                      if stats.n_trained > 0 else 0.0)
-        cdef float64_t target = 0.0 if mean_score > class_mean else 1.0
-        cdef float64_t z = regressor_step(self.optimizer, &self.regressors[v.regressor],
-                                          indices, values, nnz, target, self.learning_rate)
+        cdef bint go_left = mean_score > class_mean
+        cdef Regressor* regressor = &self.regressors[v.regressor]
+        cdef float64_t z
+        if self.loss == LOSS_LOGISTIC:
+            z = regressor_step(self.optimizer, regressor, indices, values, nnz,
+                               0.0 if go_left else 1.0, self.learning_rate)
+        elif self.optimizer == OPTIMIZER_NAG:
+            z = nag_margin_step(regressor, indices, values, nnz, -1.0 if go_left else 1.0,
+                                self.learning_rate)
+        else:
+            z = sgd_margin_step(regressor, indices, values, nnz, -1.0 if go_left else 1.0,
+                                self.learning_rate)
         stats.n_trained += 1
         stats.score_sum += z
         v.n_trained += 1
@@ -561,15 +580,15 @@ def builder_from_state(params, arrays):
     ----------
     params : dict
         ``n_features``, ``n_classes``, ``max_internal_nodes``,
-        ``swap_resistance``, ``optimizer``, ``learning_rate``, ``n_swaps``
-        and ``n_examples_seen``.
+        ``swap_resistance``, ``optimizer``, ``learning_rate``, ``loss``,
+        ``n_swaps`` and ``n_examples_seen``.
     arrays : dict of str to numpy.ndarray
         Output of :meth:`LOMTreeBuilder.get_state`, already checked by the
         caller (shapes, dtypes, index ranges and tree structure).
     """
     builder = LOMTreeBuilder(params["n_features"], params["n_classes"],
                              params["max_internal_nodes"], params["swap_resistance"],
-                             params["optimizer"], params["learning_rate"])
+                             params["optimizer"], params["learning_rate"], params["loss"])
     builder._restore(arrays, params["n_swaps"], params["n_examples_seen"])
     return builder
 

@@ -149,6 +149,7 @@ _HYPER_PARAMETERS = (
     ("optimizer", ("nag", "sgd"), "LdSM, LOMtree: regressor update"),
     ("max_internal_nodes", int, "LOMtree: node budget (default: classes - 1)"),
     ("swap_resistance", float, "LOMtree: swap resistance RS"),
+    ("loss", ("hinge", "logistic"), "LOMtree: loss of the node regressors"),
     ("dim", int, "learned-tree: embedding dimension"),
     ("tree", ("learned", "huffman", "random", "flat"), "learned-tree: label tree"),
     ("ngrams", int, "learned-tree: longest word n-gram"),
