@@ -87,7 +87,8 @@ def best_time(function, repeats: int):
 def run_lomtree(data, passes, args):
     X_train, y_train, X_test, _ = data
     model = LOMTree(epochs=passes, learning_rate=args.learning_rate, loss=args.loss,
-                    swap_resistance=args.swap_resistance, random_state=SEED)
+                    beam_width=args.beam_width, swap_resistance=args.swap_resistance,
+                    random_state=SEED)
     start = time.perf_counter()
     model.fit(X_train, y_train)
     train_seconds = time.perf_counter() - start
@@ -235,6 +236,8 @@ def main(argv=None):
                         help="LOMTree NAG learning rate")
     parser.add_argument("--loss", choices=("hinge", "logistic"), default="hinge",
                         help="LOMTree node regressor loss")
+    parser.add_argument("--beam-width", type=int, default=8,
+                        help="LOMTree prediction beam (1: the single path of the paper and VW)")
     parser.add_argument("--swap-resistance", type=float, default=4)
     parser.add_argument("--vw-learning-rate", type=float, default=0.5,
                         help="VW -l (its default is 0.5)")

@@ -29,6 +29,12 @@ def _sigmoid(z):
     return e / (1.0 + e)
 
 
+def log_sigmoid(s):
+    if s >= 0.0:
+        return -math.log1p(math.exp(-s))
+    return s - math.log1p(math.exp(s))
+
+
 class ReferenceRegressor:
     """One linear regressor with SGD and NAG state (bias stored last)."""
 
@@ -285,12 +291,33 @@ class ReferenceLOMTree:
                     return
             j = self._train_node(j, x, y)
 
-    def leaf_of(self, x):
-        j = 0
-        while not self.nodes[j].is_leaf():
-            node = self.nodes[j]
-            j = node.left if self.regressors[node.regressor].score(x) < 0.0 else node.right
-        return j
+    def leaf_of(self, x, beam_width=1):
+        if beam_width == 1:  # the single path of the score signs
+            j = 0
+            while not self.nodes[j].is_leaf():
+                node = self.nodes[j]
+                j = node.left if self.regressors[node.regressor].score(x) < 0.0 else node.right
+            return j
+        beam = [(0.0, 0)]
+        expanded = True
+        while expanded:
+            expanded = False
+            candidates = []
+            for log_prob, j in beam:
+                node = self.nodes[j]
+                if node.is_leaf():
+                    candidates.append((log_prob, j))
+                    continue
+                expanded = True
+                s = self.routing_scale() * self.regressors[node.regressor].score(x)
+                candidates.append((log_prob + log_sigmoid(s), node.right))
+                candidates.append((log_prob + log_sigmoid(-s), node.left))
+            beam = sorted(candidates, key=lambda entry: -entry[0])[:beam_width]  # stable
+        return beam[0][1]
+
+    def routing_scale(self):
+        """c of P(right) = sigmoid(c * score) in the beam search."""
+        return 4.0 if self.loss == "hinge" else 1.0
 
 
 def rows_of(X):

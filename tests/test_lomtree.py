@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from lomtree_reference import ReferenceLOMTree, ReferenceRegressor, rows_of
+from lomtree_reference import ReferenceLOMTree, ReferenceRegressor, log_sigmoid, rows_of
 
 from xmltree import _lomtree
 from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
@@ -49,6 +49,15 @@ def train_builder(X, y, max_internal_nodes, optimizer, swap_resistance=4.0, loss
     return builder
 
 
+def train_both(X, y, max_internal_nodes, optimizer="nag", loss="hinge"):
+    """The kernel's builder and the Python reference, trained on the same stream."""
+    builder = train_builder(X, y, max_internal_nodes, optimizer, loss=loss)
+    reference = ReferenceLOMTree(X.shape[1], max_internal_nodes, 4.0, optimizer, 0.5, loss)
+    for x, label in zip(rows_of(X), y):
+        reference.learn_one(x, int(label))
+    return builder, reference
+
+
 def reference_arrays(reference):
     """The reference tree in the layout of LOMTreeBuilder.get_state."""
     nodes = reference.nodes
@@ -90,10 +99,7 @@ def assert_same_state(left, right):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_kernel_matches_reference_exactly(optimizer, seed, loss):
     X, y = drifting_stream(seed, n_samples=450)
-    builder = train_builder(X, y, 3, optimizer, loss=loss)
-    reference = ReferenceLOMTree(X.shape[1], 3, 4.0, optimizer, 0.5, loss)
-    for x, label in zip(rows_of(X), y):
-        reference.learn_one(x, int(label))
+    builder, reference = train_both(X, y, 3, optimizer, loss)
     assert reference.n_swaps >= 1, "the stream must exercise the swap procedure"
     assert builder.n_swaps == reference.n_swaps
     assert_same_state(builder.get_state(), reference_arrays(reference))
@@ -105,11 +111,34 @@ def test_kernel_matches_reference_exactly(optimizer, seed, loss):
 @pytest.mark.parametrize("loss", ["hinge", "logistic"])
 def test_kernel_matches_reference_with_large_budget(loss):
     X, y = drifting_stream(3, n_samples=200, n_classes=10)
-    builder = train_builder(X, y, 9, "nag", loss=loss)
-    reference = ReferenceLOMTree(X.shape[1], 9, 4.0, "nag", 0.5, loss)
-    for x, label in zip(rows_of(X), y):
-        reference.learn_one(x, int(label))
+    builder, reference = train_both(X, y, 9, loss=loss)
     assert_same_state(builder.get_state(), reference_arrays(reference))
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_beam_search_matches_reference_and_brute_force(loss):
+    X, y = drifting_stream(7, n_samples=300, n_classes=10)
+    builder, reference = train_both(X, y, 9, loss=loss)
+    indptr = X.indptr.astype(np.int64)
+    for width in (1, 2, 3, 19):
+        expected = [reference.leaf_of(x, width) for x in rows_of(X)]
+        np.testing.assert_array_equal(builder.leaves(indptr, X.indices, X.data, width),
+                                      expected, err_msg=f"beam_width={width}")
+    # A beam as wide as the tree explores every path: it must find the leaf
+    # of largest path log-probability, computed here leaf by leaf.
+    nodes, c = reference.nodes, reference.routing_scale()
+    leaves = [j for j, node in enumerate(nodes) if node.is_leaf()]
+    found = builder.leaves(indptr, X.indices, X.data, len(nodes))
+    for x, leaf in zip(rows_of(X), found):
+        def path_log_prob(j):
+            total = 0.0
+            while nodes[j].parent >= 0:
+                parent = nodes[nodes[j].parent]
+                s = c * reference.regressors[parent.regressor].score(x)
+                total += log_sigmoid(s if parent.right == j else -s)
+                j = nodes[j].parent
+            return total
+        assert path_log_prob(leaf) == pytest.approx(max(map(path_log_prob, leaves)), abs=1e-9)
 
 
 @pytest.mark.parametrize("optimizer", ["nag", "sgd"])
@@ -183,6 +212,10 @@ def test_builder_rejects_out_of_range_input():
         builder.leaves(indptr, bad, X.data)
     with pytest.raises(ValueError, match="indptr"):
         builder.leaves(indptr[:-1], X.indices, X.data)
+    with pytest.raises(ValueError, match="beam_width"):
+        builder.leaves(indptr, X.indices, X.data, 0)
+    with pytest.raises(ValueError, match="beam_width"):
+        builder.predict_topk(indptr, X.indices, X.data, 1, 1, 0)
 
 
 # ---------------------------------------------------------------------- estimator
@@ -328,6 +361,7 @@ def test_single_class_and_empty_batches():
 @pytest.mark.parametrize("params, name", [
     ({"swap_resistance": -1}, "swap_resistance"), ({"optimizer": "adam"}, "optimizer"),
     ({"learning_rate": 0}, "learning_rate"), ({"epochs": 0}, "epochs"), ({"loss": "log"}, "loss"),
+    ({"beam_width": 0}, "beam_width"),
     ({"max_internal_nodes": 0}, "max_internal_nodes"), ({"n_jobs": 0}, "n_jobs"),
 ])
 def test_rejects_bad_parameters(params, name):

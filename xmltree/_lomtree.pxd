@@ -31,6 +31,12 @@ cdef struct Node:
     int32_t n_recycled    # how many times a swap recycled this node (Lemma 3 bound)
 
 
+cdef struct BeamEntry:
+    # A node on the beam of a beam-search descent.
+    float64_t log_prob    # log-probability of the path from the root to the node
+    index_t node
+
+
 cdef struct ClassStats:
     # Per-class running statistics of one node; a node keeps them sorted by label.
     index_t label         # class id y (encoded, 0 <= y < n_classes)
@@ -54,6 +60,7 @@ cdef class LOMTreeBuilder:
     cdef readonly float64_t learning_rate      # step size of the node regressors
     cdef OptimizerKind optimizer               # SGD or NAG (shared _optim kernels)
     cdef LossKind loss                         # loss of the node regressors
+    cdef float64_t routing_scale               # P(right at v) = sigmoid(routing_scale * h_v(x))
     cdef readonly int64_t n_swaps              # swaps performed so far
     cdef readonly int64_t n_examples_seen      # training examples processed so far
     cdef object ranking                        # cached _ranked_histograms(); None when stale
@@ -73,6 +80,10 @@ cdef class LOMTreeBuilder:
                          index_t label) noexcept nogil
     cdef index_t _descend(self, const index_t* indices, const float32_t* values,
                           index_t nnz) noexcept nogil
+    cdef index_t _descend_beam(self, const index_t* indices, const float32_t* values,
+                               index_t nnz, int width, BeamEntry* work) noexcept nogil
+    cdef index_t _route(self, const index_t* indices, const float32_t* values, index_t nnz,
+                        int width, BeamEntry* work) noexcept nogil
     cdef void _fill_ranking(self, index_t leaf, const int64_t* rank_ptr,
                             const index_t* rank_label, const float32_t* rank_score, int k,
                             index_t* out_labels, float32_t* out_scores) noexcept nogil

@@ -19,13 +19,21 @@ root there is no grandparent to re-attach its sibling to, so the split is
 skipped. Lemma 3 bounds the number of times a node is recycled by log2 of the
 stream length when RS >= 4.
 
+Prediction follows the paper (one path, by the signs of the scores) or, with
+a beam width B > 1, a beam search: going right at v has probability
+``sigmoid(c * h_v(x))`` (c = 4 for the hinge loss, whose scores sit on a
+[-1, 1] margin scale, and 1 for the logistic loss, whose scores are logits);
+the B most probable nodes are expanded level by level, and the most probable
+leaf wins. B = 1 is exactly the single path.
+
 The slow pure-Python twin of these kernels is ``tests/lomtree_reference.py``;
 both must produce identical trees.
 """
 
 import numpy as np
 
-from cython.parallel cimport parallel, prange
+from cython.parallel cimport parallel, prange, threadid
+from libc.math cimport exp, log1p
 from libc.stdint cimport int32_t, int64_t
 from libc.string cimport memset
 from libcpp.vector cimport vector
@@ -109,6 +117,7 @@ cdef class LOMTreeBuilder:
         self.learning_rate = learning_rate
         self.optimizer = OPTIMIZER_NAG if optimizer == "nag" else OPTIMIZER_SGD
         self.loss = LOSS_HINGE if loss == "hinge" else LOSS_LOGISTIC
+        self.routing_scale = 4.0 if self.loss == LOSS_HINGE else 1.0
         # np.zeros maps untouched pages lazily, so an unused slot costs no memory.
         self.weights = np.zeros((max_internal_nodes, n_features + 1))
         self.scale = np.zeros((max_internal_nodes, n_features + 1))
@@ -367,23 +376,76 @@ cdef class LOMTreeBuilder:
                                    nnz) < 0.0 else v.right
         return node
 
-    def leaves(self, indptr, indices, data):
-        """Return the leaf id (int32) reached by every row of a CSR matrix."""
+    cdef index_t _descend_beam(self, const index_t* indices, const float32_t* values,
+                               index_t nnz, int width, BeamEntry* work) noexcept nogil:
+        """Return the most probable leaf found by a beam search of `width` nodes.
+
+        `work` holds 3 * width entries: the beam, then the candidates.
+        """
+        cdef BeamEntry* beam = work
+        cdef BeamEntry* candidates = work + width
+        cdef int n_beam = 1
+        cdef int n_candidates, i
+        cdef bint expanded = True
+        cdef Node* v
+        cdef float64_t s
+        beam[0].log_prob = 0.0
+        beam[0].node = 0
+        while expanded:
+            expanded = False
+            n_candidates = 0
+            for i in range(n_beam):
+                v = &self.nodes[beam[i].node]
+                if v.left < 0:  # a leaf stays on the beam as it is
+                    candidates[n_candidates] = beam[i]
+                    n_candidates += 1
+                    continue
+                expanded = True
+                s = self.routing_scale * score(&self.regressors[v.regressor], indices, values,
+                                               nnz)
+                # Right first: on a tie (s == 0) it wins, as on the single path.
+                candidates[n_candidates].log_prob = beam[i].log_prob + _log_sigmoid(s)
+                candidates[n_candidates].node = v.right
+                candidates[n_candidates + 1].log_prob = beam[i].log_prob + _log_sigmoid(-s)
+                candidates[n_candidates + 1].node = v.left
+                n_candidates += 2
+            n_beam = _keep_most_probable(candidates, n_candidates, beam, width)
+        return beam[0].node
+
+    cdef index_t _route(self, const index_t* indices, const float32_t* values, index_t nnz,
+                        int width, BeamEntry* work) noexcept nogil:
+        """Return the leaf of x: the single path when `width` is 1, else the beam search."""
+        if width == 1:
+            return self._descend(indices, values, nnz)
+        return self._descend_beam(indices, values, nnz, width, work)
+
+    def leaves(self, indptr, indices, data, int beam_width=1):
+        """Return the leaf id (int32) reached by every row of a CSR matrix.
+
+        ``beam_width`` > 1 selects the leaf by beam search (see the module notes).
+        """
+        if beam_width < 1:
+            raise ValueError("beam_width must be at least 1")
         cdef const offset_t[::1] ptr = _checked_indptr(indptr, indices, data, self.n_features)
         cdef const index_t* all_indices = _data_pointer_i(indices)
         cdef const float32_t* all_values = _data_pointer_f(data)
         out = np.empty(ptr.shape[0] - 1, dtype=np.int32)
         cdef index_t[::1] leaf = out
+        cdef unsigned char[::1] work_bytes = _beam_buffer(1, beam_width)
+        cdef BeamEntry* work = <BeamEntry*>&work_bytes[0]
         cdef Py_ssize_t row
         with nogil:
             for row in range(leaf.shape[0]):
-                leaf[row] = self._descend(_row_indices(ptr, all_indices, row),
-                                          _row_values(ptr, all_values, row),
-                                          <index_t>(ptr[row + 1] - ptr[row]))
+                leaf[row] = self._route(_row_indices(ptr, all_indices, row),
+                                        _row_values(ptr, all_values, row),
+                                        <index_t>(ptr[row + 1] - ptr[row]), beam_width, work)
         return out
 
-    def predict_topk(self, indptr, indices, data, int k, int n_threads=1):
+    def predict_topk(self, indptr, indices, data, int k, int n_threads=1, int beam_width=1):
         """Top-k classes of every row from the class histogram of its leaf.
+
+        The leaf is the one reached by the single path, or by a beam search
+        of ``beam_width`` nodes when that is larger than 1.
 
         Classes are ranked by how many training examples of each reached the
         leaf (ties: smaller id first); their score is that count over the
@@ -399,7 +461,12 @@ cdef class LOMTreeBuilder:
         """
         if k < 1:
             raise ValueError("k must be at least 1")
+        if beam_width < 1:
+            raise ValueError("beam_width must be at least 1")
         cdef const offset_t[::1] ptr = _checked_indptr(indptr, indices, data, self.n_features)
+        n_threads = max(1, n_threads)
+        cdef unsigned char[::1] work_bytes = _beam_buffer(n_threads, beam_width)
+        cdef BeamEntry* work = <BeamEntry*>&work_bytes[0]
         if self.ranking is None:
             self.ranking = self._ranked_histograms()
         rank_ptr_array, rank_label_array, rank_score_array = self.ranking
@@ -417,11 +484,12 @@ cdef class LOMTreeBuilder:
         cdef index_t leaf
         if n_rows == 0:
             return labels_out, scores_out
-        with nogil, parallel(num_threads=max(1, n_threads)):
+        with nogil, parallel(num_threads=n_threads):
             for row in prange(n_rows, schedule="static"):
-                leaf = self._descend(_row_indices(ptr, all_indices, row),
-                                     _row_values(ptr, all_values, row),
-                                     <index_t>(ptr[row + 1] - ptr[row]))
+                leaf = self._route(_row_indices(ptr, all_indices, row),
+                                   _row_values(ptr, all_values, row),
+                                   <index_t>(ptr[row + 1] - ptr[row]), beam_width,
+                                   work + 3 * beam_width * threadid())
                 self._fill_ranking(leaf, &rank_ptr[0], &rank_label[0], &rank_score[0], k,
                                    &top_labels[row, 0], &top_scores[row, 0])
         return labels_out, scores_out
@@ -591,6 +659,42 @@ def builder_from_state(params, arrays):
                              params["optimizer"], params["learning_rate"], params["loss"])
     builder._restore(arrays, params["n_swaps"], params["n_examples_seen"])
     return builder
+
+
+cdef inline float64_t _log_sigmoid(float64_t s) noexcept nogil:
+    """Return ``log(1 / (1 + exp(-s)))`` without overflowing ``exp``."""
+    if s >= 0.0:
+        return -log1p(exp(-s))
+    return s - log1p(exp(s))
+
+
+cdef int _keep_most_probable(const BeamEntry* candidates, int n_candidates, BeamEntry* out,
+                             int width) noexcept nogil:
+    """Copy the `width` most probable candidates to `out`, best first; return how many.
+
+    Stable: of equally probable candidates, the earlier one ranks first.
+    """
+    cdef int n_out = 0
+    cdef int i, position, slot
+    for i in range(n_candidates):
+        position = n_out
+        while position > 0 and out[position - 1].log_prob < candidates[i].log_prob:
+            position -= 1
+        if position >= width:
+            continue
+        slot = n_out if n_out < width else width - 1  # the last one falls off a full beam
+        while slot > position:
+            out[slot] = out[slot - 1]
+            slot -= 1
+        out[position] = candidates[i]
+        if n_out < width:
+            n_out += 1
+    return n_out
+
+
+def _beam_buffer(int n_threads, int beam_width):
+    """Scratch bytes for beam searches: 3 * beam_width entries per thread."""
+    return np.empty(n_threads * 3 * beam_width * sizeof(BeamEntry), dtype=np.uint8)
 
 
 def _node_totals(ptr, reached):

@@ -66,6 +66,13 @@ class LOMTree(Estimator):
         the score clipped to [-1, 1]): targets -1 / +1, no update once the
         score is beyond the target, and steps that never overshoot it.
         ``"logistic"``: cross-entropy of ``sigmoid(score)`` against 0 / 1.
+    beam_width : int, default=8
+        Nodes kept by the beam search that picks a test example's leaf. Going
+        right at a node has probability ``sigmoid(c * score)`` (c = 4 for the
+        hinge loss, 1 for the logistic loss); the most probable leaf found
+        wins. 1 follows the single path of the score signs, as in the paper
+        and Vowpal Wabbit; a prediction evaluates at most about
+        ``beam_width * depth`` regressors. Training is not affected.
     shuffle : bool, default=False
         Visit the examples of every :meth:`fit` epoch in a random order drawn
         from ``random_state``. :meth:`partial_fit` always keeps the order.
@@ -95,14 +102,15 @@ class LOMTree(Estimator):
 
     def __init__(self, max_internal_nodes: int | None = None, swap_resistance: float = 4.0,
                  epochs: int = 1, optimizer: str = "nag", learning_rate: float = 0.5,
-                 loss: str = "hinge", shuffle: bool = False, n_jobs: int = 1,
-                 random_state: int | None = None):
+                 loss: str = "hinge", beam_width: int = 8, shuffle: bool = False,
+                 n_jobs: int = 1, random_state: int | None = None):
         self.max_internal_nodes = max_internal_nodes
         self.swap_resistance = swap_resistance
         self.epochs = epochs
         self.optimizer = optimizer
         self.learning_rate = learning_rate
         self.loss = loss
+        self.beam_width = beam_width
         self.shuffle = shuffle
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -118,6 +126,7 @@ class LOMTree(Estimator):
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
         check_real("learning_rate", self.learning_rate, 0.0, strict=True)
         check_choice("loss", self.loss, LOSSES)
+        check_int("beam_width", self.beam_width, 1, 2**16)
         check_choice("shuffle", self.shuffle, (True, False))
         check_int("n_jobs", self.n_jobs, 1)
         check_seed(self.random_state)
@@ -225,7 +234,7 @@ class LOMTree(Estimator):
         return self.predict_topk(X, 1)[0][:, 0]
 
     def predict_topk(self, X, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
-        """Return the k most frequent classes of each sample's leaf.
+        """Return the k most frequent classes of each sample's leaf (see ``beam_width``).
 
         Classes are ranked by how many training examples of each reached the
         leaf; the score is that count's share of the leaf. If the leaf knows
@@ -251,7 +260,7 @@ class LOMTree(Estimator):
             raise ValueError(f"k must be an integer in [1, {n_classes}], got {k!r}")
         X = self._check_X(X, first=False)
         ids, scores = self._builder.predict_topk(X.indptr, X.indices, X.data, int(k),
-                                                 self.n_jobs)
+                                                 self.n_jobs, int(self.beam_width))
         missing_rows = np.flatnonzero(ids[:, -1] < 0)
         for row in missing_rows:  # only when some class was never seen in training
             listed = ids[row][ids[row] >= 0]
@@ -260,10 +269,10 @@ class LOMTree(Estimator):
         return self.classes_[ids], scores
 
     def apply(self, X) -> np.ndarray:
-        """Return the id of the leaf each sample reaches (int32)."""
+        """Return the id of the leaf each sample reaches (int32; see ``beam_width``)."""
         self._check_fitted()
         X = self._check_X(X, first=False)
-        return self._builder.leaves(X.indptr, X.indices, X.data)
+        return self._builder.leaves(X.indptr, X.indices, X.data, int(self.beam_width))
 
     # ------------------------------------------------------------------ statistics
 
@@ -342,8 +351,8 @@ class LOMTree(Estimator):
             inconsistent content.
         """
         try:
-            # Files written before the loss option existed trained logistic regressors.
-            params = {"loss": "logistic", **params}
+            # Files written before these options existed: logistic regressors, one path.
+            params = {"loss": "logistic", "beam_width": 1, **params}
             model = cls(**{name: params[name] for name in cls._param_names()})
             model._check_params()
             classes = _check_classes(_typed(arrays, "classes", np.int64, 1))
