@@ -298,6 +298,10 @@ class ReferenceLOMTree:
                 node = self.nodes[j]
                 j = node.left if self.regressors[node.regressor].score(x) < 0.0 else node.right
             return j
+        return self.beam_leaves(x, beam_width)[0][1]
+
+    def beam_leaves(self, x, beam_width):
+        """The ``(log-probability, leaf)`` pairs a beam search ends with, best first."""
         beam = [(0.0, 0)]
         expanded = True
         while expanded:
@@ -313,7 +317,42 @@ class ReferenceLOMTree:
                 candidates.append((log_prob + log_sigmoid(s), node.right))
                 candidates.append((log_prob + log_sigmoid(-s), node.left))
             beam = sorted(candidates, key=lambda entry: -entry[0])[:beam_width]  # stable
-        return beam[0][1]
+        return beam
+
+    def ranking(self, j):
+        """Classes of node j by decreasing count (then id), with their float32 shares."""
+        reached = self.nodes[j].reached
+        total = max(sum(reached.values()), 1)
+        ranked = sorted(reached.items(), key=lambda item: (-item[1], item[0]))
+        return [(label, float(np.float32(count / total))) for label, count in ranked]
+
+    def predict_topk(self, x, k, beam_width=1):
+        """The kernel's top-k ``(class, score)`` list (shorter when too few classes are known)."""
+        listed = []
+        if beam_width == 1:
+            leaf = self.leaf_of(x)
+        else:
+            beam = self.beam_leaves(x, beam_width)
+            leaf, best = beam[0][1], beam[0][0]
+            total = 0.0
+            for log_prob, _ in beam:
+                total += math.exp(log_prob - best)
+            mass = {}
+            for log_prob, j in beam:
+                weight = math.exp(log_prob - best) / total
+                while not self.nodes[j].reached and self.nodes[j].parent >= 0:
+                    j = self.nodes[j].parent
+                for label, share in self.ranking(j):
+                    mass[label] = mass.get(label, 0.0) + weight * share
+            ranked = sorted(mass, key=lambda label: (-mass[label], label))[:k]
+            listed = [(label, float(np.float32(mass[label]))) for label in ranked]
+        j = leaf
+        while j >= 0 and len(listed) < k:  # completion: the leaf, then its ancestors
+            for label, share in self.ranking(j):
+                if len(listed) < k and all(label != seen for seen, _ in listed):
+                    listed.append((label, share if j == leaf else 0.0))
+            j = self.nodes[j].parent
+        return listed
 
     def routing_scale(self):
         """c of P(right) = sigmoid(c * score) in the beam search."""

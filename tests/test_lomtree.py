@@ -141,6 +141,21 @@ def test_beam_search_matches_reference_and_brute_force(loss):
         assert path_log_prob(leaf) == pytest.approx(max(map(path_log_prob, leaves)), abs=1e-9)
 
 
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_predict_topk_matches_reference(loss):
+    X, y = drifting_stream(8, n_samples=300, n_classes=10)
+    builder, reference = train_both(X, y, 9, loss=loss)
+    indptr = X.indptr.astype(np.int64)
+    for width, k in ((1, 3), (2, 1), (3, 4), (8, 10), (19, 2)):
+        labels, scores = builder.predict_topk(indptr, X.indices, X.data, k, 2, width)
+        for row, x in enumerate(rows_of(X)):
+            expected = reference.predict_topk(x, k, width)
+            assert len(expected) == k  # every class was seen by this stream
+            np.testing.assert_array_equal(labels[row], [label for label, _ in expected],
+                                          err_msg=f"beam_width={width}, row {row}")
+            np.testing.assert_array_equal(scores[row], np.float32([s for _, s in expected]))
+
+
 @pytest.mark.parametrize("optimizer", ["nag", "sgd"])
 def test_margin_steps_stop_at_the_target(optimizer):
     # The kernels equal the reference exactly, so checking the reference's
@@ -235,9 +250,10 @@ def test_learns_separable_problem():
 
 
 def test_predict_topk_matches_leaf_histograms():
+    # With the single path, the ranking is the histogram of the leaf reached.
     X, y = separable_problem(1, n_classes=9)
     labels = y * 10 + 3  # non-contiguous class labels must round-trip
-    model = LOMTree().fit(X, labels)
+    model = LOMTree(beam_width=1).fit(X, labels)
     top, scores = model.predict_topk(X[:200], 4)
     state = model._builder.get_state()
     ptr = state["stats_ptr"]

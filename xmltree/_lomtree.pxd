@@ -80,10 +80,14 @@ cdef class LOMTreeBuilder:
                          index_t label) noexcept nogil
     cdef index_t _descend(self, const index_t* indices, const float32_t* values,
                           index_t nnz) noexcept nogil
-    cdef index_t _descend_beam(self, const index_t* indices, const float32_t* values,
-                               index_t nnz, int width, BeamEntry* work) noexcept nogil
+    cdef int _beam_search(self, const index_t* indices, const float32_t* values,
+                          index_t nnz, int width, BeamEntry* work) noexcept nogil
     cdef index_t _route(self, const index_t* indices, const float32_t* values, index_t nnz,
                         int width, BeamEntry* work) noexcept nogil
+    cdef int _mix_histograms(self, const BeamEntry* beam, int n_beam, const int64_t* rank_ptr,
+                             const index_t* rank_label, const float32_t* rank_score, int k,
+                             float64_t* mass, unsigned char* listed, index_t* touched,
+                             index_t* out_labels, float32_t* out_scores) noexcept nogil
     cdef void _fill_ranking(self, index_t leaf, const int64_t* rank_ptr,
                             const index_t* rank_label, const float32_t* rank_score, int k,
-                            index_t* out_labels, float32_t* out_scores) noexcept nogil
+                            int filled, index_t* out_labels, float32_t* out_scores) noexcept nogil

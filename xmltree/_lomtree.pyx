@@ -23,8 +23,10 @@ Prediction follows the paper (one path, by the signs of the scores) or, with
 a beam width B > 1, a beam search: going right at v has probability
 ``sigmoid(c * h_v(x))`` (c = 4 for the hinge loss, whose scores sit on a
 [-1, 1] margin scale, and 1 for the logistic loss, whose scores are logits);
-the B most probable nodes are expanded level by level, and the most probable
-leaf wins. B = 1 is exactly the single path.
+the B most probable nodes are expanded level by level. The most probable leaf
+is the one :meth:`LOMTreeBuilder.leaves` reports; classes are ranked by their
+share in the mixture of the beam's leaves, each weighted by its probability
+(normalised over the beam). B = 1 is exactly the single path.
 
 The slow pure-Python twin of these kernels is ``tests/lomtree_reference.py``;
 both must produce identical trees.
@@ -376,11 +378,12 @@ cdef class LOMTreeBuilder:
                                    nnz) < 0.0 else v.right
         return node
 
-    cdef index_t _descend_beam(self, const index_t* indices, const float32_t* values,
-                               index_t nnz, int width, BeamEntry* work) noexcept nogil:
-        """Return the most probable leaf found by a beam search of `width` nodes.
+    cdef int _beam_search(self, const index_t* indices, const float32_t* values,
+                          index_t nnz, int width, BeamEntry* work) noexcept nogil:
+        """Beam search of `width` nodes; return how many leaves it ends with.
 
-        `work` holds 3 * width entries: the beam, then the candidates.
+        `work` holds 3 * width entries: the beam, then the candidates. On
+        return the beam (the first entries) holds leaves only, most probable first.
         """
         cdef BeamEntry* beam = work
         cdef BeamEntry* candidates = work + width
@@ -410,14 +413,15 @@ cdef class LOMTreeBuilder:
                 candidates[n_candidates + 1].node = v.left
                 n_candidates += 2
             n_beam = _keep_most_probable(candidates, n_candidates, beam, width)
-        return beam[0].node
+        return n_beam
 
     cdef index_t _route(self, const index_t* indices, const float32_t* values, index_t nnz,
                         int width, BeamEntry* work) noexcept nogil:
         """Return the leaf of x: the single path when `width` is 1, else the beam search."""
         if width == 1:
             return self._descend(indices, values, nnz)
-        return self._descend_beam(indices, values, nnz, width, work)
+        self._beam_search(indices, values, nnz, width, work)
+        return work[0].node
 
     def leaves(self, indptr, indices, data, int beam_width=1):
         """Return the leaf id (int32) reached by every row of a CSR matrix.
@@ -444,8 +448,11 @@ cdef class LOMTreeBuilder:
     def predict_topk(self, indptr, indices, data, int k, int n_threads=1, int beam_width=1):
         """Top-k classes of every row from the class histogram of its leaf.
 
-        The leaf is the one reached by the single path, or by a beam search
-        of ``beam_width`` nodes when that is larger than 1.
+        With ``beam_width`` > 1 the classes come from the probability-weighted
+        mixture of the histograms of the leaves a beam search ends with (a
+        leaf no training example reached lends its nearest ancestor's); the
+        scores are the mixture's shares, and the completion below starts
+        from the most probable leaf.
 
         Classes are ranked by how many training examples of each reached the
         leaf (ties: smaller id first); their score is that count over the
@@ -467,6 +474,11 @@ cdef class LOMTreeBuilder:
         n_threads = max(1, n_threads)
         cdef unsigned char[::1] work_bytes = _beam_buffer(n_threads, beam_width)
         cdef BeamEntry* work = <BeamEntry*>&work_bytes[0]
+        # Per-thread mixture accumulators; all-zero between rows.
+        n_mixed = self.n_classes if beam_width > 1 else 1
+        cdef float64_t[:, ::1] mass = np.zeros((n_threads, n_mixed))
+        cdef unsigned char[:, ::1] listed = np.zeros((n_threads, n_mixed), dtype=np.uint8)
+        cdef index_t[:, ::1] touched = np.empty((n_threads, n_mixed), dtype=np.int32)
         if self.ranking is None:
             self.ranking = self._ranked_histograms()
         rank_ptr_array, rank_label_array, rank_score_array = self.ranking
@@ -482,23 +494,93 @@ cdef class LOMTreeBuilder:
         cdef float32_t[:, ::1] top_scores = scores_out
         cdef Py_ssize_t row
         cdef index_t leaf
+        cdef int thread, n_beam, filled
+        cdef BeamEntry* beam
         if n_rows == 0:
             return labels_out, scores_out
         with nogil, parallel(num_threads=n_threads):
             for row in prange(n_rows, schedule="static"):
-                leaf = self._route(_row_indices(ptr, all_indices, row),
-                                   _row_values(ptr, all_values, row),
-                                   <index_t>(ptr[row + 1] - ptr[row]), beam_width,
-                                   work + 3 * beam_width * threadid())
+                if beam_width == 1:
+                    leaf = self._descend(_row_indices(ptr, all_indices, row),
+                                         _row_values(ptr, all_values, row),
+                                         <index_t>(ptr[row + 1] - ptr[row]))
+                    filled = 0
+                else:
+                    thread = threadid()
+                    beam = work + 3 * beam_width * thread
+                    n_beam = self._beam_search(_row_indices(ptr, all_indices, row),
+                                               _row_values(ptr, all_values, row),
+                                               <index_t>(ptr[row + 1] - ptr[row]), beam_width,
+                                               beam)
+                    leaf = beam[0].node
+                    filled = self._mix_histograms(
+                        beam, n_beam, &rank_ptr[0], &rank_label[0], &rank_score[0], k,
+                        &mass[thread, 0], &listed[thread, 0], &touched[thread, 0],
+                        &top_labels[row, 0], &top_scores[row, 0])
                 self._fill_ranking(leaf, &rank_ptr[0], &rank_label[0], &rank_score[0], k,
-                                   &top_labels[row, 0], &top_scores[row, 0])
+                                   filled, &top_labels[row, 0], &top_scores[row, 0])
         return labels_out, scores_out
+
+    cdef int _mix_histograms(self, const BeamEntry* beam, int n_beam, const int64_t* rank_ptr,
+                             const index_t* rank_label, const float32_t* rank_score, int k,
+                             float64_t* mass, unsigned char* listed, index_t* touched,
+                             index_t* out_labels, float32_t* out_scores) noexcept nogil:
+        """Write the k classes of largest mixture share of the beam's leaves; return how many.
+
+        `mass` and `listed` (one slot per class) are all zero on entry and on
+        return; `touched` is scratch space of the same length.
+        """
+        cdef float64_t total = 0.0
+        cdef float64_t weight
+        cdef int i, position, slot
+        cdef int n_touched = 0
+        cdef int filled = 0
+        cdef index_t node, label
+        cdef int64_t entry
+        for i in range(n_beam):
+            total += exp(beam[i].log_prob - beam[0].log_prob)
+        for i in range(n_beam):
+            weight = exp(beam[i].log_prob - beam[0].log_prob) / total
+            node = beam[i].node
+            while rank_ptr[node] == rank_ptr[node + 1] and self.nodes[node].parent >= 0:
+                node = self.nodes[node].parent
+            for entry in range(rank_ptr[node], rank_ptr[node + 1]):
+                label = rank_label[entry]
+                if not listed[label]:
+                    listed[label] = 1
+                    touched[n_touched] = label
+                    n_touched += 1
+                mass[label] += weight * rank_score[entry]
+        for i in range(n_touched):  # insertion into the top k: larger mass, then smaller id
+            label = touched[i]
+            position = filled
+            while position > 0 and (mass[out_labels[position - 1]] < mass[label] or (
+                    mass[out_labels[position - 1]] == mass[label]
+                    and out_labels[position - 1] > label)):
+                position -= 1
+            if position >= k:
+                continue
+            slot = filled if filled < k else k - 1
+            while slot > position:
+                out_labels[slot] = out_labels[slot - 1]
+                slot -= 1
+            out_labels[position] = label
+            if filled < k:
+                filled += 1
+        for i in range(filled):
+            out_scores[i] = <float32_t>mass[out_labels[i]]
+        for i in range(n_touched):
+            mass[touched[i]] = 0.0
+            listed[touched[i]] = 0
+        return filled
 
     cdef void _fill_ranking(self, index_t leaf, const int64_t* rank_ptr,
                             const index_t* rank_label, const float32_t* rank_score, int k,
-                            index_t* out_labels, float32_t* out_scores) noexcept nogil:
-        """Write the k best classes of `leaf`, completed from its ancestors, skipping repeats."""
-        cdef int filled = 0
+                            int filled, index_t* out_labels, float32_t* out_scores) noexcept nogil:
+        """Fill slots `filled` .. k - 1 with the best classes of `leaf`, then of its ancestors.
+
+        Classes already listed are skipped.
+        """
         cdef int previous
         cdef index_t node = leaf
         cdef int64_t entry

@@ -67,11 +67,12 @@ class LOMTree(Estimator):
         score is beyond the target, and steps that never overshoot it.
         ``"logistic"``: cross-entropy of ``sigmoid(score)`` against 0 / 1.
     beam_width : int, default=8
-        Nodes kept by the beam search that picks a test example's leaf. Going
-        right at a node has probability ``sigmoid(c * score)`` (c = 4 for the
-        hinge loss, 1 for the logistic loss); the most probable leaf found
-        wins. 1 follows the single path of the score signs, as in the paper
-        and Vowpal Wabbit; a prediction evaluates at most about
+        Nodes kept by the beam search of prediction. Going right at a node
+        has probability ``sigmoid(c * score)`` (c = 4 for the hinge loss, 1
+        for the logistic loss); classes are ranked by their share in the
+        mixture of the final beam's leaf histograms, each leaf weighted by its
+        probability. 1 follows the single path of the score signs, as in the
+        paper and Vowpal Wabbit; a prediction evaluates at most about
         ``beam_width * depth`` regressors. Training is not affected.
     shuffle : bool, default=False
         Visit the examples of every :meth:`fit` epoch in a random order drawn
@@ -234,13 +235,16 @@ class LOMTree(Estimator):
         return self.predict_topk(X, 1)[0][:, 0]
 
     def predict_topk(self, X, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
-        """Return the k most frequent classes of each sample's leaf (see ``beam_width``).
+        """Return the k most probable classes of each sample.
 
-        Classes are ranked by how many training examples of each reached the
-        leaf; the score is that count's share of the leaf. If the leaf knows
-        fewer than k classes, the list continues with the classes of its
-        ancestors (nearest first), then with any class never seen, all with
-        score 0.
+        With ``beam_width=1``, classes are ranked by how many training
+        examples of each reached the sample's leaf, and the score is that
+        count's share of the leaf. With a beam, the score is the class's
+        share in the probability-weighted mixture of the histograms of the
+        beam's leaves (a leaf no training example reached lends its nearest
+        ancestor's). If fewer than k classes are listed, the list continues
+        with the classes of the most probable leaf and of its ancestors
+        (nearest first), then with any class never seen, all with score 0.
 
         Parameters
         ----------
@@ -269,7 +273,7 @@ class LOMTree(Estimator):
         return self.classes_[ids], scores
 
     def apply(self, X) -> np.ndarray:
-        """Return the id of the leaf each sample reaches (int32; see ``beam_width``)."""
+        """Return the id of each sample's leaf (int32): the most probable one of the beam."""
         self._check_fitted()
         X = self._check_X(X, first=False)
         return self._builder.leaves(X.indptr, X.indices, X.data, int(self.beam_width))
