@@ -5,8 +5,9 @@ time. It follows the same conventions as the compiled kernels in
 ``xmltree/_lomtree.pyx`` so that both produce bit-identical trees:
 
 * node regressors are trained with the shared online updates of
-  ``xmltree/_optim.pyx`` (logistic loss, target 0 = left / 1 = right),
-  re-implemented here operation by operation in float64;
+  ``xmltree/_optim.pyx``, re-implemented here operation by operation in
+  float64: the margin steps for the hinge loss (target sign -1 = left,
+  +1 = right) or the logistic steps (target 0 = left, 1 = right);
 * a swap looks for the orphan leaf by walking down from the root to the child
   whose C equals its parent's, preferring the left child, and is skipped when
   that leaf hangs directly under the root (it has no grandparent to re-attach
@@ -26,6 +27,12 @@ def _sigmoid(z):
         return 1.0 / (1.0 + math.exp(-z))
     e = math.exp(z)
     return e / (1.0 + e)
+
+
+def log_sigmoid(s):
+    if s >= 0.0:
+        return -math.log1p(math.exp(-s))
+    return s - math.log1p(math.exp(s))
 
 
 class ReferenceRegressor:
@@ -89,6 +96,54 @@ class ReferenceRegressor:
                 z_after += self._update(j, value, g, rate)
         return z_after
 
+    def _margin_rate(self, j):
+        return 1.0 / (self.scale[j] * math.sqrt(self.sum_sq_grad[j]))
+
+    def sgd_margin_step(self, x, sign, learning_rate):
+        z = self.score(x)
+        error = sign - min(1.0, max(-1.0, z))
+        if error == 0.0:
+            return z
+        squared_norm = 1.0
+        for _, value in x:
+            squared_norm += value * value
+        step = sign * min(learning_rate, abs(error) / squared_norm)
+        self.weights[self.bias] += step
+        z_after = self.weights[self.bias]
+        for j, value in x:
+            if value != 0.0:
+                self.weights[j] += step * value
+                z_after += value * self.weights[j]
+        self.n_updates += 1
+        return z_after
+
+    def nag_margin_step(self, x, sign, learning_rate):
+        z = self.score(x)
+        error = sign - min(1.0, max(-1.0, z))
+        if error == 0.0:
+            return z
+        self.norm += self._observe(self.bias, 1.0)
+        self.sum_sq_grad[self.bias] += 1.0
+        sensitivity = self._margin_rate(self.bias)
+        z = self.weights[self.bias]
+        for j, value in x:
+            if value != 0.0:
+                self.norm += self._observe(j, value)
+                self.sum_sq_grad[j] += value * value
+                sensitivity += value * value * self._margin_rate(j)
+                z += value * self.weights[j]
+        self.n_updates += 1
+        multiplier = math.sqrt(self.n_updates / self.norm)
+        error = sign - min(1.0, max(-1.0, z))
+        step = sign * multiplier * min(learning_rate, abs(error) / (multiplier * sensitivity))
+        self.weights[self.bias] += step * self._margin_rate(self.bias)
+        z_after = self.weights[self.bias]
+        for j, value in x:
+            if value != 0.0:
+                self.weights[j] += step * value * self._margin_rate(j)
+                z_after += value * self.weights[j]
+        return z_after
+
 
 class ReferenceNode:
     """SetNode of Algorithm 1: empty per-class tables, E_v = 0, C_v = 0."""
@@ -117,12 +172,13 @@ class ReferenceLOMTree:
     """Algorithm 1 over a stream of ``(x, y)`` with ``x`` a list of ``(j, value)``."""
 
     def __init__(self, n_features, max_internal_nodes, swap_resistance,
-                 optimizer="nag", learning_rate=0.5):
+                 optimizer="nag", learning_rate=0.5, loss="hinge"):
         self.n_features = n_features
         self.max_internal_nodes = max_internal_nodes
         self.swap_resistance = swap_resistance
         self.optimizer = optimizer
         self.learning_rate = learning_rate
+        self.loss = loss
         self.nodes = [ReferenceNode(-1)]
         self.regressors = []
         self.n_swaps = 0
@@ -208,12 +264,15 @@ class ReferenceLOMTree:
         node.score_sum.setdefault(y, 0.0)
         expected = node.total_score / node.total_trained if node.total_trained else 0.0
         expected_y = node.score_sum[y] / node.trained[y] if node.trained[y] else 0.0
-        target = 0.0 if expected > expected_y else 1.0
+        go_left = expected > expected_y
         regressor = self.regressors[node.regressor]
-        if self.optimizer == "nag":
-            z = regressor.nag_step(x, target, self.learning_rate)
+        if self.loss == "hinge":
+            step = regressor.nag_margin_step if self.optimizer == "nag" else \
+                regressor.sgd_margin_step
+            z = step(x, -1.0 if go_left else 1.0, self.learning_rate)
         else:
-            z = regressor.sgd_step(x, target, self.learning_rate)
+            step = regressor.nag_step if self.optimizer == "nag" else regressor.sgd_step
+            z = step(x, 0.0 if go_left else 1.0, self.learning_rate)
         node.trained[y] += 1
         node.score_sum[y] += z
         node.total_trained += 1
@@ -232,12 +291,72 @@ class ReferenceLOMTree:
                     return
             j = self._train_node(j, x, y)
 
-    def leaf_of(self, x):
-        j = 0
-        while not self.nodes[j].is_leaf():
-            node = self.nodes[j]
-            j = node.left if self.regressors[node.regressor].score(x) < 0.0 else node.right
-        return j
+    def leaf_of(self, x, beam_width=1):
+        if beam_width == 1:  # the single path of the score signs
+            j = 0
+            while not self.nodes[j].is_leaf():
+                node = self.nodes[j]
+                j = node.left if self.regressors[node.regressor].score(x) < 0.0 else node.right
+            return j
+        return self.beam_leaves(x, beam_width)[0][1]
+
+    def beam_leaves(self, x, beam_width):
+        """The ``(log-probability, leaf)`` pairs a beam search ends with, best first."""
+        beam = [(0.0, 0)]
+        expanded = True
+        while expanded:
+            expanded = False
+            candidates = []
+            for log_prob, j in beam:
+                node = self.nodes[j]
+                if node.is_leaf():
+                    candidates.append((log_prob, j))
+                    continue
+                expanded = True
+                s = self.routing_scale() * self.regressors[node.regressor].score(x)
+                candidates.append((log_prob + log_sigmoid(s), node.right))
+                candidates.append((log_prob + log_sigmoid(-s), node.left))
+            beam = sorted(candidates, key=lambda entry: -entry[0])[:beam_width]  # stable
+        return beam
+
+    def ranking(self, j):
+        """Classes of node j by decreasing count (then id), with their float32 shares."""
+        reached = self.nodes[j].reached
+        total = max(sum(reached.values()), 1)
+        ranked = sorted(reached.items(), key=lambda item: (-item[1], item[0]))
+        return [(label, float(np.float32(count / total))) for label, count in ranked]
+
+    def predict_topk(self, x, k, beam_width=1):
+        """The kernel's top-k ``(class, score)`` list (shorter when too few classes are known)."""
+        listed = []
+        if beam_width == 1:
+            leaf = self.leaf_of(x)
+        else:
+            beam = self.beam_leaves(x, beam_width)
+            leaf, best = beam[0][1], beam[0][0]
+            total = 0.0
+            for log_prob, _ in beam:
+                total += math.exp(log_prob - best)
+            mass = {}
+            for log_prob, j in beam:
+                weight = math.exp(log_prob - best) / total
+                while not self.nodes[j].reached and self.nodes[j].parent >= 0:
+                    j = self.nodes[j].parent
+                for label, share in self.ranking(j):
+                    mass[label] = mass.get(label, 0.0) + weight * share
+            ranked = sorted(mass, key=lambda label: (-mass[label], label))[:k]
+            listed = [(label, float(np.float32(mass[label]))) for label in ranked]
+        j = leaf
+        while j >= 0 and len(listed) < k:  # completion: the leaf, then its ancestors
+            for label, share in self.ranking(j):
+                if len(listed) < k and all(label != seen for seen, _ in listed):
+                    listed.append((label, share if j == leaf else 0.0))
+            j = self.nodes[j].parent
+        return listed
+
+    def routing_scale(self):
+        """c of P(right) = sigmoid(c * score) in the beam search."""
+        return 4.0 if self.loss == "hinge" else 1.0
 
 
 def rows_of(X):

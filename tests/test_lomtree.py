@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from lomtree_reference import ReferenceLOMTree, rows_of
+from lomtree_reference import ReferenceLOMTree, ReferenceRegressor, log_sigmoid, rows_of
 
 from xmltree import _lomtree
 from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
@@ -42,11 +42,20 @@ def separable_problem(seed, n_samples=1200, n_features=40, n_classes=12):
     return sp.csr_matrix(np.array(rows)), y
 
 
-def train_builder(X, y, max_internal_nodes, optimizer, swap_resistance=4.0):
+def train_builder(X, y, max_internal_nodes, optimizer, swap_resistance=4.0, loss="hinge"):
     builder = _lomtree.LOMTreeBuilder(X.shape[1], int(y.max()) + 1, max_internal_nodes,
-                             swap_resistance, optimizer, 0.5)
+                                      swap_resistance, optimizer, 0.5, loss)
     builder.learn(X.indptr.astype(np.int64), X.indices, X.data, y, np.arange(X.shape[0]))
     return builder
+
+
+def train_both(X, y, max_internal_nodes, optimizer="nag", loss="hinge"):
+    """The kernel's builder and the Python reference, trained on the same stream."""
+    builder = train_builder(X, y, max_internal_nodes, optimizer, loss=loss)
+    reference = ReferenceLOMTree(X.shape[1], max_internal_nodes, 4.0, optimizer, 0.5, loss)
+    for x, label in zip(rows_of(X), y):
+        reference.learn_one(x, int(label))
+    return builder, reference
 
 
 def reference_arrays(reference):
@@ -85,14 +94,12 @@ def assert_same_state(left, right):
 # ---------------------------------------------------------------------- kernel vs reference
 
 
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
 @pytest.mark.parametrize("optimizer", ["nag", "sgd"])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_kernel_matches_reference_exactly(optimizer, seed):
-    X, y = drifting_stream(seed)
-    builder = train_builder(X, y, 3, optimizer)
-    reference = ReferenceLOMTree(X.shape[1], 3, 4.0, optimizer, 0.5)
-    for x, label in zip(rows_of(X), y):
-        reference.learn_one(x, int(label))
+def test_kernel_matches_reference_exactly(optimizer, seed, loss):
+    X, y = drifting_stream(seed, n_samples=450)
+    builder, reference = train_both(X, y, 3, optimizer, loss)
     assert reference.n_swaps >= 1, "the stream must exercise the swap procedure"
     assert builder.n_swaps == reference.n_swaps
     assert_same_state(builder.get_state(), reference_arrays(reference))
@@ -101,13 +108,77 @@ def test_kernel_matches_reference_exactly(optimizer, seed):
                                   expected_leaves)
 
 
-def test_kernel_matches_reference_with_large_budget():
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_kernel_matches_reference_with_large_budget(loss):
     X, y = drifting_stream(3, n_samples=200, n_classes=10)
-    builder = train_builder(X, y, 9, "nag")
-    reference = ReferenceLOMTree(X.shape[1], 9, 4.0, "nag", 0.5)
-    for x, label in zip(rows_of(X), y):
-        reference.learn_one(x, int(label))
+    builder, reference = train_both(X, y, 9, loss=loss)
     assert_same_state(builder.get_state(), reference_arrays(reference))
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_beam_search_matches_reference_and_brute_force(loss):
+    X, y = drifting_stream(7, n_samples=300, n_classes=10)
+    builder, reference = train_both(X, y, 9, loss=loss)
+    indptr = X.indptr.astype(np.int64)
+    for width in (1, 2, 3, 19):
+        expected = [reference.leaf_of(x, width) for x in rows_of(X)]
+        np.testing.assert_array_equal(builder.leaves(indptr, X.indices, X.data, width),
+                                      expected, err_msg=f"beam_width={width}")
+    # A beam as wide as the tree explores every path: it must find the leaf
+    # of largest path log-probability, computed here leaf by leaf.
+    nodes, c = reference.nodes, reference.routing_scale()
+    leaves = [j for j, node in enumerate(nodes) if node.is_leaf()]
+    found = builder.leaves(indptr, X.indices, X.data, len(nodes))
+    for x, leaf in zip(rows_of(X), found):
+        def path_log_prob(j):
+            total = 0.0
+            while nodes[j].parent >= 0:
+                parent = nodes[nodes[j].parent]
+                s = c * reference.regressors[parent.regressor].score(x)
+                total += log_sigmoid(s if parent.right == j else -s)
+                j = nodes[j].parent
+            return total
+        assert path_log_prob(leaf) == pytest.approx(max(map(path_log_prob, leaves)), abs=1e-9)
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_predict_topk_matches_reference(loss):
+    X, y = drifting_stream(8, n_samples=300, n_classes=10)
+    builder, reference = train_both(X, y, 9, loss=loss)
+    indptr = X.indptr.astype(np.int64)
+    for width, k in ((1, 3), (2, 1), (3, 4), (8, 10), (19, 2)):
+        labels, scores = builder.predict_topk(indptr, X.indices, X.data, k, 2, width)
+        for row, x in enumerate(rows_of(X)):
+            expected = reference.predict_topk(x, k, width)
+            assert len(expected) == k  # every class was seen by this stream
+            np.testing.assert_array_equal(labels[row], [label for label, _ in expected],
+                                          err_msg=f"beam_width={width}, row {row}")
+            np.testing.assert_array_equal(scores[row], np.float32([s for _, s in expected]))
+
+
+@pytest.mark.parametrize("optimizer", ["nag", "sgd"])
+def test_margin_steps_stop_at_the_target(optimizer):
+    # The kernels equal the reference exactly, so checking the reference's
+    # margin steps checks theirs: a step never carries the score past its
+    # target sign, and once the margin is met nothing changes.
+    X, _ = drifting_stream(6, n_samples=200)
+    regressor = ReferenceRegressor(X.shape[1])
+    step = regressor.nag_margin_step if optimizer == "nag" else regressor.sgd_margin_step
+    signs = np.where(np.random.default_rng(6).random(200) < 0.5, -1.0, 1.0)
+    n_capped = 0
+    for x, sign in zip(rows_of(X), signs):
+        before = regressor.score(x)
+        state = (list(regressor.weights), list(regressor.sum_sq_grad), regressor.n_updates)
+        after = step(x, sign, 10.0)  # a large rate, so that the cap is exercised
+        if sign * before >= 1.0:
+            assert (list(regressor.weights), list(regressor.sum_sq_grad),
+                    regressor.n_updates) == state
+            assert after == before
+        else:
+            assert sign * after <= 1.0 + 1e-9
+            n_capped += math.isclose(sign * after, 1.0) or math.isclose(
+                sign * after - sign * before, 2.0)
+    assert n_capped > 10
 
 
 def test_swap_bound_on_adversarial_stream():
@@ -144,7 +215,7 @@ def test_tree_invariants_after_swaps():
 
 def test_builder_rejects_out_of_range_input():
     X, y = drifting_stream(0, n_samples=20)
-    builder = _lomtree.LOMTreeBuilder(X.shape[1], 8, 3, 4.0, "nag", 0.5)
+    builder = _lomtree.LOMTreeBuilder(X.shape[1], 8, 3, 4.0, "nag", 0.5, "hinge")
     indptr = X.indptr.astype(np.int64)
     with pytest.raises(ValueError, match="labels"):
         builder.learn(indptr, X.indices, X.data, y + 8, np.arange(20))
@@ -156,6 +227,10 @@ def test_builder_rejects_out_of_range_input():
         builder.leaves(indptr, bad, X.data)
     with pytest.raises(ValueError, match="indptr"):
         builder.leaves(indptr[:-1], X.indices, X.data)
+    with pytest.raises(ValueError, match="beam_width"):
+        builder.leaves(indptr, X.indices, X.data, 0)
+    with pytest.raises(ValueError, match="beam_width"):
+        builder.predict_topk(indptr, X.indices, X.data, 1, 1, 0)
 
 
 # ---------------------------------------------------------------------- estimator
@@ -175,9 +250,10 @@ def test_learns_separable_problem():
 
 
 def test_predict_topk_matches_leaf_histograms():
+    # With the single path, the ranking is the histogram of the leaf reached.
     X, y = separable_problem(1, n_classes=9)
     labels = y * 10 + 3  # non-contiguous class labels must round-trip
-    model = LOMTree().fit(X, labels)
+    model = LOMTree(beam_width=1).fit(X, labels)
     top, scores = model.predict_topk(X[:200], 4)
     state = model._builder.get_state()
     ptr = state["stats_ptr"]
@@ -217,6 +293,18 @@ def test_save_load_roundtrip_predicts_and_keeps_training(tmp_path):
     model.partial_fit(X[400:], y[400:])
     loaded.partial_fit(X[400:], y[400:])
     assert_same_state(model._get_state()[1], loaded._get_state()[1])
+
+
+def test_load_model_written_before_the_loss_option(tmp_path):
+    from xmltree._persistence import save_model
+    X, y = drifting_stream(4, n_samples=300, n_classes=8)
+    model = LOMTree(max_internal_nodes=5, loss="logistic").fit(X, y)
+    params, arrays = model._get_state()
+    del params["loss"]
+    save_model(tmp_path / "old.npz", "lomtree", params, arrays)
+    loaded = LOMTree.load(tmp_path / "old.npz")
+    assert loaded.loss == "logistic"
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
 
 
 def test_predict_topk_completes_with_unseen_classes():
@@ -288,7 +376,8 @@ def test_single_class_and_empty_batches():
 
 @pytest.mark.parametrize("params, name", [
     ({"swap_resistance": -1}, "swap_resistance"), ({"optimizer": "adam"}, "optimizer"),
-    ({"learning_rate": 0}, "learning_rate"), ({"epochs": 0}, "epochs"),
+    ({"learning_rate": 0}, "learning_rate"), ({"epochs": 0}, "epochs"), ({"loss": "log"}, "loss"),
+    ({"beam_width": 0}, "beam_width"),
     ({"max_internal_nodes": 0}, "max_internal_nodes"), ({"n_jobs": 0}, "n_jobs"),
 ])
 def test_rejects_bad_parameters(params, name):
@@ -352,6 +441,7 @@ def _set(name, index, value):
     lambda p, a: p.update(n_features=-1),
     lambda p, a: p.update(n_features=2**40),
     lambda p, a: p.update(optimizer="adam"),
+    lambda p, a: p.update(loss="squared"),
 ])
 def test_load_rejects_corrupt_models(tmp_path, change):
     path = _tampered(tmp_path, change)

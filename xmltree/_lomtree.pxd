@@ -14,6 +14,11 @@ from ._optim cimport OptimizerKind, Regressor
 from ._types cimport float32_t, float64_t, index_t
 
 
+cdef enum LossKind:
+    LOSS_HINGE = 0      # margin steps to a target sign (Vowpal Wabbit's log_multi)
+    LOSS_LOGISTIC = 1   # logistic loss against a target in {0, 1}
+
+
 cdef struct Node:
     index_t parent        # parent node id; -1 for the root
     index_t left          # left child id (taken when the score is < 0); -1 for a leaf
@@ -24,6 +29,12 @@ cdef struct Node:
     float64_t score_sum   # sum_y m_v(y); E_v = score_sum / n_trained
     int64_t n_trained     # sum_y n_v(y): examples that trained the regressor of v
     int32_t n_recycled    # how many times a swap recycled this node (Lemma 3 bound)
+
+
+cdef struct BeamEntry:
+    # A node on the beam of a beam-search descent.
+    float64_t log_prob    # log-probability of the path from the root to the node
+    index_t node
 
 
 cdef struct ClassStats:
@@ -48,6 +59,8 @@ cdef class LOMTreeBuilder:
     cdef readonly float64_t swap_resistance    # RS of Inequality 2
     cdef readonly float64_t learning_rate      # step size of the node regressors
     cdef OptimizerKind optimizer               # SGD or NAG (shared _optim kernels)
+    cdef LossKind loss                         # loss of the node regressors
+    cdef float64_t routing_scale               # P(right at v) = sigmoid(routing_scale * h_v(x))
     cdef readonly int64_t n_swaps              # swaps performed so far
     cdef readonly int64_t n_examples_seen      # training examples processed so far
     cdef object ranking                        # cached _ranked_histograms(); None when stale
@@ -67,6 +80,14 @@ cdef class LOMTreeBuilder:
                          index_t label) noexcept nogil
     cdef index_t _descend(self, const index_t* indices, const float32_t* values,
                           index_t nnz) noexcept nogil
+    cdef int _beam_search(self, const index_t* indices, const float32_t* values,
+                          index_t nnz, int width, BeamEntry* work) noexcept nogil
+    cdef index_t _route(self, const index_t* indices, const float32_t* values, index_t nnz,
+                        int width, BeamEntry* work) noexcept nogil
+    cdef int _mix_histograms(self, const BeamEntry* beam, int n_beam, const int64_t* rank_ptr,
+                             const index_t* rank_label, const float32_t* rank_score, int k,
+                             float64_t* mass, unsigned char* listed, index_t* touched,
+                             index_t* out_labels, float32_t* out_scores) noexcept nogil
     cdef void _fill_ranking(self, index_t leaf, const int64_t* rank_ptr,
                             const index_t* rank_label, const float32_t* rank_score, int k,
-                            index_t* out_labels, float32_t* out_scores) noexcept nogil
+                            int filled, index_t* out_labels, float32_t* out_scores) noexcept nogil

@@ -5,8 +5,9 @@ Each internal node v holds a linear regressor h_v trained online with the
 shared SGD / NAG updates of :mod:`xmltree._optim`. An example of class y that
 reaches v gets the binary target "left" when the running mean score of v,
 E_v, exceeds that of its own class, e_v(y), and "right" otherwise; after the
-update, it follows the sign of h_v(x) (left when negative). Because the
-regressors minimise a logistic loss, "left" is target 0 and "right" target 1.
+update, it follows the sign of h_v(x) (left when negative). With the hinge
+loss (the margin steps, as in Vowpal Wabbit's ``--log_multi``) "left" is the
+target sign -1 and "right" +1; with the logistic loss they are targets 0 and 1.
 
 A leaf splits when it has seen at least two classes and either the budget T
 of internal nodes is not exhausted, or Inequality 2 holds:
@@ -18,22 +19,36 @@ root there is no grandparent to re-attach its sibling to, so the split is
 skipped. Lemma 3 bounds the number of times a node is recycled by log2 of the
 stream length when RS >= 4.
 
+Prediction follows the paper (one path, by the signs of the scores) or, with
+a beam width B > 1, a beam search: going right at v has probability
+``sigmoid(c * h_v(x))`` (c = 4 for the hinge loss, whose scores sit on a
+[-1, 1] margin scale, and 1 for the logistic loss, whose scores are logits);
+the B most probable nodes are expanded level by level. The most probable leaf
+is the one :meth:`LOMTreeBuilder.leaves` reports; classes are ranked by their
+share in the mixture of the beam's leaves, each weighted by its probability
+(normalised over the beam). B = 1 is exactly the single path.
+
 The slow pure-Python twin of these kernels is ``tests/lomtree_reference.py``;
 both must produce identical trees.
 """
 
 import numpy as np
 
-from cython.parallel cimport parallel, prange
+from cython.parallel cimport parallel, prange, threadid
+from libc.math cimport exp, log1p
 from libc.stdint cimport int32_t, int64_t
 from libc.string cimport memset
 from libcpp.vector cimport vector
 
-from ._optim cimport OPTIMIZER_NAG, OPTIMIZER_SGD, Regressor, regressor_step, score
+from ._optim cimport OPTIMIZER_NAG, OPTIMIZER_SGD, Regressor, nag_margin_step, regressor_step
+from ._optim cimport score, sgd_margin_step
 from ._types cimport float32_t, float64_t, index_t, offset_t
 
 #: Names of the optimisers accepted by :class:`LOMTreeBuilder`.
 OPTIMIZERS = ("sgd", "nag")
+
+#: Names of the losses accepted by :class:`LOMTreeBuilder`.
+LOSSES = ("hinge", "logistic")
 
 #: Per-node arrays returned by :meth:`LOMTreeBuilder.get_state` (name, dtype).
 NODE_FIELDS = (("parent", np.int32), ("left", np.int32), ("right", np.int32),
@@ -83,22 +98,28 @@ cdef class LOMTreeBuilder:
         Online update of the node regressors.
     learning_rate : float
         Step size of the node regressors.
+    loss : {"hinge", "logistic"}
+        Loss of the node regressors.
     """
 
     def __cinit__(self, index_t n_features, index_t n_classes, index_t max_internal_nodes,
-                  double swap_resistance, str optimizer, double learning_rate):
+                  double swap_resistance, str optimizer, double learning_rate, str loss):
         # Node ids (up to 2 T + 1) must fit in index_t.
         if n_features < 0 or n_classes < 1 or not 1 <= max_internal_nodes < 2**30:
             raise ValueError("need n_features >= 0, n_classes >= 1 and "
                              "1 <= max_internal_nodes < 2**30")
         if optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
+        if loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
         self.n_features = n_features
         self.n_classes = n_classes
         self.max_internal_nodes = max_internal_nodes
         self.swap_resistance = swap_resistance
         self.learning_rate = learning_rate
         self.optimizer = OPTIMIZER_NAG if optimizer == "nag" else OPTIMIZER_SGD
+        self.loss = LOSS_HINGE if loss == "hinge" else LOSS_LOGISTIC
+        self.routing_scale = 4.0 if self.loss == LOSS_HINGE else 1.0
         # np.zeros maps untouched pages lazily, so an unused slot costs no memory.
         self.weights = np.zeros((max_internal_nodes, n_features + 1))
         self.scale = np.zeros((max_internal_nodes, n_features + 1))
@@ -274,9 +295,18 @@ cdef class LOMTreeBuilder:
         cdef float64_t mean_score = v.score_sum / v.n_trained if v.n_trained > 0 else 0.0
         cdef float64_t class_mean = (stats.score_sum / stats.n_trained
                                      if stats.n_trained > 0 else 0.0)
-        cdef float64_t target = 0.0 if mean_score > class_mean else 1.0
-        cdef float64_t z = regressor_step(self.optimizer, &self.regressors[v.regressor],
-                                          indices, values, nnz, target, self.learning_rate)
+        cdef bint go_left = mean_score > class_mean
+        cdef Regressor* regressor = &self.regressors[v.regressor]
+        cdef float64_t z
+        if self.loss == LOSS_LOGISTIC:
+            z = regressor_step(self.optimizer, regressor, indices, values, nnz,
+                               0.0 if go_left else 1.0, self.learning_rate)
+        elif self.optimizer == OPTIMIZER_NAG:
+            z = nag_margin_step(regressor, indices, values, nnz, -1.0 if go_left else 1.0,
+                                self.learning_rate)
+        else:
+            z = sgd_margin_step(regressor, indices, values, nnz, -1.0 if go_left else 1.0,
+                                self.learning_rate)
         stats.n_trained += 1
         stats.score_sum += z
         v.n_trained += 1
@@ -348,23 +378,81 @@ cdef class LOMTreeBuilder:
                                    nnz) < 0.0 else v.right
         return node
 
-    def leaves(self, indptr, indices, data):
-        """Return the leaf id (int32) reached by every row of a CSR matrix."""
+    cdef int _beam_search(self, const index_t* indices, const float32_t* values,
+                          index_t nnz, int width, BeamEntry* work) noexcept nogil:
+        """Beam search of `width` nodes; return how many leaves it ends with.
+
+        `work` holds 3 * width entries: the beam, then the candidates. On
+        return the beam (the first entries) holds leaves only, most probable first.
+        """
+        cdef BeamEntry* beam = work
+        cdef BeamEntry* candidates = work + width
+        cdef int n_beam = 1
+        cdef int n_candidates, i
+        cdef bint expanded = True
+        cdef Node* v
+        cdef float64_t s
+        beam[0].log_prob = 0.0
+        beam[0].node = 0
+        while expanded:
+            expanded = False
+            n_candidates = 0
+            for i in range(n_beam):
+                v = &self.nodes[beam[i].node]
+                if v.left < 0:  # a leaf stays on the beam as it is
+                    candidates[n_candidates] = beam[i]
+                    n_candidates += 1
+                    continue
+                expanded = True
+                s = self.routing_scale * score(&self.regressors[v.regressor], indices, values,
+                                               nnz)
+                # Right first: on a tie (s == 0) it wins, as on the single path.
+                candidates[n_candidates].log_prob = beam[i].log_prob + _log_sigmoid(s)
+                candidates[n_candidates].node = v.right
+                candidates[n_candidates + 1].log_prob = beam[i].log_prob + _log_sigmoid(-s)
+                candidates[n_candidates + 1].node = v.left
+                n_candidates += 2
+            n_beam = _keep_most_probable(candidates, n_candidates, beam, width)
+        return n_beam
+
+    cdef index_t _route(self, const index_t* indices, const float32_t* values, index_t nnz,
+                        int width, BeamEntry* work) noexcept nogil:
+        """Return the leaf of x: the single path when `width` is 1, else the beam search."""
+        if width == 1:
+            return self._descend(indices, values, nnz)
+        self._beam_search(indices, values, nnz, width, work)
+        return work[0].node
+
+    def leaves(self, indptr, indices, data, int beam_width=1):
+        """Return the leaf id (int32) reached by every row of a CSR matrix.
+
+        ``beam_width`` > 1 selects the leaf by beam search (see the module notes).
+        """
+        if beam_width < 1:
+            raise ValueError("beam_width must be at least 1")
         cdef const offset_t[::1] ptr = _checked_indptr(indptr, indices, data, self.n_features)
         cdef const index_t* all_indices = _data_pointer_i(indices)
         cdef const float32_t* all_values = _data_pointer_f(data)
         out = np.empty(ptr.shape[0] - 1, dtype=np.int32)
         cdef index_t[::1] leaf = out
+        cdef unsigned char[::1] work_bytes = _beam_buffer(1, beam_width)
+        cdef BeamEntry* work = <BeamEntry*>&work_bytes[0]
         cdef Py_ssize_t row
         with nogil:
             for row in range(leaf.shape[0]):
-                leaf[row] = self._descend(_row_indices(ptr, all_indices, row),
-                                          _row_values(ptr, all_values, row),
-                                          <index_t>(ptr[row + 1] - ptr[row]))
+                leaf[row] = self._route(_row_indices(ptr, all_indices, row),
+                                        _row_values(ptr, all_values, row),
+                                        <index_t>(ptr[row + 1] - ptr[row]), beam_width, work)
         return out
 
-    def predict_topk(self, indptr, indices, data, int k, int n_threads=1):
+    def predict_topk(self, indptr, indices, data, int k, int n_threads=1, int beam_width=1):
         """Top-k classes of every row from the class histogram of its leaf.
+
+        With ``beam_width`` > 1 the classes come from the probability-weighted
+        mixture of the histograms of the leaves a beam search ends with (a
+        leaf no training example reached lends its nearest ancestor's); the
+        scores are the mixture's shares, and the completion below starts
+        from the most probable leaf.
 
         Classes are ranked by how many training examples of each reached the
         leaf (ties: smaller id first); their score is that count over the
@@ -380,7 +468,17 @@ cdef class LOMTreeBuilder:
         """
         if k < 1:
             raise ValueError("k must be at least 1")
+        if beam_width < 1:
+            raise ValueError("beam_width must be at least 1")
         cdef const offset_t[::1] ptr = _checked_indptr(indptr, indices, data, self.n_features)
+        n_threads = max(1, n_threads)
+        cdef unsigned char[::1] work_bytes = _beam_buffer(n_threads, beam_width)
+        cdef BeamEntry* work = <BeamEntry*>&work_bytes[0]
+        # Per-thread mixture accumulators; all-zero between rows.
+        n_mixed = self.n_classes if beam_width > 1 else 1
+        cdef float64_t[:, ::1] mass = np.zeros((n_threads, n_mixed))
+        cdef unsigned char[:, ::1] listed = np.zeros((n_threads, n_mixed), dtype=np.uint8)
+        cdef index_t[:, ::1] touched = np.empty((n_threads, n_mixed), dtype=np.int32)
         if self.ranking is None:
             self.ranking = self._ranked_histograms()
         rank_ptr_array, rank_label_array, rank_score_array = self.ranking
@@ -396,22 +494,93 @@ cdef class LOMTreeBuilder:
         cdef float32_t[:, ::1] top_scores = scores_out
         cdef Py_ssize_t row
         cdef index_t leaf
+        cdef int thread, n_beam, filled
+        cdef BeamEntry* beam
         if n_rows == 0:
             return labels_out, scores_out
-        with nogil, parallel(num_threads=max(1, n_threads)):
+        with nogil, parallel(num_threads=n_threads):
             for row in prange(n_rows, schedule="static"):
-                leaf = self._descend(_row_indices(ptr, all_indices, row),
-                                     _row_values(ptr, all_values, row),
-                                     <index_t>(ptr[row + 1] - ptr[row]))
+                if beam_width == 1:
+                    leaf = self._descend(_row_indices(ptr, all_indices, row),
+                                         _row_values(ptr, all_values, row),
+                                         <index_t>(ptr[row + 1] - ptr[row]))
+                    filled = 0
+                else:
+                    thread = threadid()
+                    beam = work + 3 * beam_width * thread
+                    n_beam = self._beam_search(_row_indices(ptr, all_indices, row),
+                                               _row_values(ptr, all_values, row),
+                                               <index_t>(ptr[row + 1] - ptr[row]), beam_width,
+                                               beam)
+                    leaf = beam[0].node
+                    filled = self._mix_histograms(
+                        beam, n_beam, &rank_ptr[0], &rank_label[0], &rank_score[0], k,
+                        &mass[thread, 0], &listed[thread, 0], &touched[thread, 0],
+                        &top_labels[row, 0], &top_scores[row, 0])
                 self._fill_ranking(leaf, &rank_ptr[0], &rank_label[0], &rank_score[0], k,
-                                   &top_labels[row, 0], &top_scores[row, 0])
+                                   filled, &top_labels[row, 0], &top_scores[row, 0])
         return labels_out, scores_out
+
+    cdef int _mix_histograms(self, const BeamEntry* beam, int n_beam, const int64_t* rank_ptr,
+                             const index_t* rank_label, const float32_t* rank_score, int k,
+                             float64_t* mass, unsigned char* listed, index_t* touched,
+                             index_t* out_labels, float32_t* out_scores) noexcept nogil:
+        """Write the k classes of largest mixture share of the beam's leaves; return how many.
+
+        `mass` and `listed` (one slot per class) are all zero on entry and on
+        return; `touched` is scratch space of the same length.
+        """
+        cdef float64_t total = 0.0
+        cdef float64_t weight
+        cdef int i, position, slot
+        cdef int n_touched = 0
+        cdef int filled = 0
+        cdef index_t node, label
+        cdef int64_t entry
+        for i in range(n_beam):
+            total += exp(beam[i].log_prob - beam[0].log_prob)
+        for i in range(n_beam):
+            weight = exp(beam[i].log_prob - beam[0].log_prob) / total
+            node = beam[i].node
+            while rank_ptr[node] == rank_ptr[node + 1] and self.nodes[node].parent >= 0:
+                node = self.nodes[node].parent
+            for entry in range(rank_ptr[node], rank_ptr[node + 1]):
+                label = rank_label[entry]
+                if not listed[label]:
+                    listed[label] = 1
+                    touched[n_touched] = label
+                    n_touched += 1
+                mass[label] += weight * rank_score[entry]
+        for i in range(n_touched):  # insertion into the top k: larger mass, then smaller id
+            label = touched[i]
+            position = filled
+            while position > 0 and (mass[out_labels[position - 1]] < mass[label] or (
+                    mass[out_labels[position - 1]] == mass[label]
+                    and out_labels[position - 1] > label)):
+                position -= 1
+            if position >= k:
+                continue
+            slot = filled if filled < k else k - 1
+            while slot > position:
+                out_labels[slot] = out_labels[slot - 1]
+                slot -= 1
+            out_labels[position] = label
+            if filled < k:
+                filled += 1
+        for i in range(filled):
+            out_scores[i] = <float32_t>mass[out_labels[i]]
+        for i in range(n_touched):
+            mass[touched[i]] = 0.0
+            listed[touched[i]] = 0
+        return filled
 
     cdef void _fill_ranking(self, index_t leaf, const int64_t* rank_ptr,
                             const index_t* rank_label, const float32_t* rank_score, int k,
-                            index_t* out_labels, float32_t* out_scores) noexcept nogil:
-        """Write the k best classes of `leaf`, completed from its ancestors, skipping repeats."""
-        cdef int filled = 0
+                            int filled, index_t* out_labels, float32_t* out_scores) noexcept nogil:
+        """Fill slots `filled` .. k - 1 with the best classes of `leaf`, then of its ancestors.
+
+        Classes already listed are skipped.
+        """
         cdef int previous
         cdef index_t node = leaf
         cdef int64_t entry
@@ -561,17 +730,53 @@ def builder_from_state(params, arrays):
     ----------
     params : dict
         ``n_features``, ``n_classes``, ``max_internal_nodes``,
-        ``swap_resistance``, ``optimizer``, ``learning_rate``, ``n_swaps``
-        and ``n_examples_seen``.
+        ``swap_resistance``, ``optimizer``, ``learning_rate``, ``loss``,
+        ``n_swaps`` and ``n_examples_seen``.
     arrays : dict of str to numpy.ndarray
         Output of :meth:`LOMTreeBuilder.get_state`, already checked by the
         caller (shapes, dtypes, index ranges and tree structure).
     """
     builder = LOMTreeBuilder(params["n_features"], params["n_classes"],
                              params["max_internal_nodes"], params["swap_resistance"],
-                             params["optimizer"], params["learning_rate"])
+                             params["optimizer"], params["learning_rate"], params["loss"])
     builder._restore(arrays, params["n_swaps"], params["n_examples_seen"])
     return builder
+
+
+cdef inline float64_t _log_sigmoid(float64_t s) noexcept nogil:
+    """Return ``log(1 / (1 + exp(-s)))`` without overflowing ``exp``."""
+    if s >= 0.0:
+        return -log1p(exp(-s))
+    return s - log1p(exp(s))
+
+
+cdef int _keep_most_probable(const BeamEntry* candidates, int n_candidates, BeamEntry* out,
+                             int width) noexcept nogil:
+    """Copy the `width` most probable candidates to `out`, best first; return how many.
+
+    Stable: of equally probable candidates, the earlier one ranks first.
+    """
+    cdef int n_out = 0
+    cdef int i, position, slot
+    for i in range(n_candidates):
+        position = n_out
+        while position > 0 and out[position - 1].log_prob < candidates[i].log_prob:
+            position -= 1
+        if position >= width:
+            continue
+        slot = n_out if n_out < width else width - 1  # the last one falls off a full beam
+        while slot > position:
+            out[slot] = out[slot - 1]
+            slot -= 1
+        out[position] = candidates[i]
+        if n_out < width:
+            n_out += 1
+    return n_out
+
+
+def _beam_buffer(int n_threads, int beam_width):
+    """Scratch bytes for beam searches: 3 * beam_width entries per thread."""
+    return np.empty(n_threads * 3 * beam_width * sizeof(BeamEntry), dtype=np.uint8)
 
 
 def _node_totals(ptr, reached):

@@ -11,6 +11,10 @@
 # with x_j == 0 (explicit zeros) are skipped everywhere, so they never change
 # a weight, a scale or a normaliser.
 #
+# The *margin* steps are the alternative used by LOMtree: they move the score
+# towards a target sign s in {-1, +1} with a hinge-type loss and stop once
+# s * z >= 1 (see _optim.pyx).
+#
 # These kernels are shared by every tree learner that trains linear node
 # regressors online (LdSM, LOMtree).
 
@@ -51,3 +55,11 @@ cdef float64_t regressor_step(OptimizerKind optimizer, Regressor* regressor,
 
 cdef void reset_regressor(Regressor* regressor, const index_t* features,
                           index_t n_features_touched) noexcept nogil
+
+cdef float64_t sgd_margin_step(Regressor* regressor, const index_t* indices,
+                               const float32_t* values, index_t nnz, float64_t sign,
+                               float64_t learning_rate) noexcept nogil
+
+cdef float64_t nag_margin_step(Regressor* regressor, const index_t* indices,
+                               const float32_t* values, index_t nnz, float64_t sign,
+                               float64_t learning_rate) noexcept nogil

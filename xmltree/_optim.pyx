@@ -11,11 +11,24 @@ the weight is multiplied by ``s_j / |x_j|`` (the adaptive variant's rescale;
 the non-adaptive NG variant would square the ratio). As in Vowpal Wabbit, a
 feature seen for the first time (``s_j == 0``) only sets its scale, so that a
 non-zero initial weight survives its first occurrence.
+
+The *margin* steps train a regressor towards a target sign ``s`` in {-1, +1}
+the way Vowpal Wabbit's ``--log_multi`` trains its node regressors: its
+quantile loss (tau = 0.5) on the score clipped to [-1, 1] with safe,
+importance-invariant updates. In effect this is a hinge loss with margin 1:
+nothing changes once ``s * z >= 1`` (not even the optimiser state), every
+other step has a gradient of constant magnitude, and a step never moves the
+clipped score past the target: the step size is
+``min(learning_rate, |s - clip(z)| / sensitivity)``, where the sensitivity is
+how much the score moves per unit of step. With NAG the squared-gradient sums
+``G_j`` accumulate ``x_j^2``, and whether to update is decided on the score
+before the scales grow, both as in Vowpal Wabbit; the cap is computed on the
+score after the resulting rescaling, so that it holds exactly.
 """
 
 import numpy as np
 
-from libc.math cimport exp, fabs, sqrt
+from libc.math cimport exp, fabs, fmax, fmin, sqrt
 
 from ._types cimport float32_t, float64_t, index_t
 
@@ -124,6 +137,99 @@ cdef float64_t regressor_step(OptimizerKind optimizer, Regressor* regressor,
     if optimizer == OPTIMIZER_NAG:
         return nag_step(regressor, indices, values, nnz, target, learning_rate)
     return sgd_step(regressor, indices, values, nnz, target, learning_rate)
+
+
+cdef inline float64_t _margin_error(float64_t z, float64_t sign) noexcept nogil:
+    """Return ``sign - clip(z, -1, 1)``: 0 once the margin ``sign * z >= 1`` is met."""
+    return sign - fmin(1.0, fmax(-1.0, z))
+
+
+cdef float64_t sgd_margin_step(Regressor* regressor, const index_t* indices,
+                               const float32_t* values, index_t nnz, float64_t sign,
+                               float64_t learning_rate) noexcept nogil:
+    """Apply ``w_j += a * sign * x_j``, a safe hinge step; return the score after it.
+
+    ``a = min(learning_rate, |error| / (1 + ||x||^2))``, so the score never
+    passes the target; nothing changes when the margin is already met.
+    """
+    cdef float64_t* weights = regressor.weights
+    cdef index_t bias = regressor.bias_index
+    cdef float64_t z = score(regressor, indices, values, nnz)
+    cdef float64_t error = _margin_error(z, sign)
+    if error == 0.0:
+        return z
+    cdef float64_t squared_norm = 1.0  # the bias feature
+    cdef float64_t x, step, z_after
+    cdef index_t k, j
+    for k in range(nnz):
+        x = values[k]
+        squared_norm += x * x
+    step = sign * fmin(learning_rate, fabs(error) / squared_norm)
+    weights[bias] += step
+    z_after = weights[bias]
+    for k in range(nnz):
+        x = values[k]
+        if x != 0.0:
+            j = indices[k]
+            weights[j] += step * x
+            z_after += x * weights[j]
+    regressor.n_updates += 1
+    return z_after
+
+
+cdef inline float64_t _margin_rate(const Regressor* regressor, index_t j) noexcept nogil:
+    """Return the per-feature rate ``1 / (s_j * sqrt(G_j))`` of a margin step."""
+    return 1.0 / (regressor.scale[j] * sqrt(regressor.sum_sq_grad[j]))
+
+
+cdef float64_t nag_margin_step(Regressor* regressor, const index_t* indices,
+                               const float32_t* values, index_t nnz, float64_t sign,
+                               float64_t learning_rate) noexcept nogil:
+    """Apply one safe hinge step with NAG's per-feature rates; return the new score.
+
+    The step on feature j is ``a * sign * x_j / (s_j * sqrt(G_j))`` scaled
+    by ``sqrt(t / N)``, with ``a = min(learning_rate, |error| / sensitivity)``.
+    """
+    cdef index_t bias = regressor.bias_index
+    cdef float64_t* weights = regressor.weights
+    cdef float64_t z = score(regressor, indices, values, nnz)
+    cdef float64_t error = _margin_error(z, sign)
+    if error == 0.0:
+        return z
+    cdef float64_t x, multiplier, step, z_after
+    cdef float64_t norm = regressor.norm
+    cdef float64_t sensitivity
+    cdef index_t k, j
+    # Pass 1: grow the scales (rescaling weights) and G, re-score, and
+    # measure how far a unit step moves the score.
+    norm += _observe_feature(regressor, bias, 1.0)
+    regressor.sum_sq_grad[bias] += 1.0
+    sensitivity = _margin_rate(regressor, bias)
+    z = weights[bias]
+    for k in range(nnz):
+        x = values[k]
+        if x != 0.0:
+            j = indices[k]
+            norm += _observe_feature(regressor, j, x)
+            regressor.sum_sq_grad[j] += x * x
+            sensitivity += x * x * _margin_rate(regressor, j)
+            z += x * weights[j]
+    regressor.norm = norm
+    regressor.n_updates += 1
+    multiplier = sqrt(<float64_t>regressor.n_updates / norm)
+    # The rescaled score sets the cap, so that the step never passes the target.
+    error = _margin_error(z, sign)
+    step = sign * multiplier * fmin(learning_rate, fabs(error) / (multiplier * sensitivity))
+    # Pass 2: the step itself, accumulating the new score.
+    weights[bias] += step * _margin_rate(regressor, bias)
+    z_after = weights[bias]
+    for k in range(nnz):
+        x = values[k]
+        if x != 0.0:
+            j = indices[k]
+            weights[j] += step * x * _margin_rate(regressor, j)
+            z_after += x * weights[j]
+    return z_after
 
 
 cdef void reset_regressor(Regressor* regressor, const index_t* features,

@@ -149,6 +149,8 @@ _HYPER_PARAMETERS = (
     ("optimizer", ("nag", "sgd"), "LdSM, LOMtree: regressor update"),
     ("max_internal_nodes", int, "LOMtree: node budget (default: classes - 1)"),
     ("swap_resistance", float, "LOMtree: swap resistance RS"),
+    ("loss", ("hinge", "logistic"), "LOMtree: loss of the node regressors"),
+    ("beam_width", int, "LOMtree: prediction beam width (1: the single path)"),
     ("dim", int, "learned-tree: embedding dimension"),
     ("tree", ("learned", "huffman", "random", "flat"), "learned-tree: label tree"),
     ("ngrams", int, "learned-tree: longest word n-gram"),

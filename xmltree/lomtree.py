@@ -2,7 +2,8 @@
 
 :class:`LOMTree` grows a binary tree online, one example at a time. Each
 internal node trains a linear regressor (the shared SGD / NAG updates of
-:mod:`xmltree._optim`) to send an example left when the node's mean score
+:mod:`xmltree._optim`, by default with the hinge-type margin steps of Vowpal
+Wabbit's ``--log_multi``) to send an example left when the node's mean score
 exceeds that of the example's class, which pushes towards splits that are
 both balanced and pure. Leaves predict the most frequent class that reached
 them. When the budget of internal nodes is spent, rarely used subtrees are
@@ -22,6 +23,7 @@ import numpy as np
 
 from ._base import Estimator, check_choice, check_int, check_real, check_seed
 from ._lomtree import (
+    LOSSES,
     NODE_FIELDS,
     OPTIMIZERS,
     REGRESSOR_FIELDS,
@@ -58,6 +60,20 @@ class LOMTree(Estimator):
         (Ross et al., 2013) or plain stochastic gradient descent.
     learning_rate : float, default=0.5
         Step size of the node regressors.
+    loss : {"hinge", "logistic"}, default="hinge"
+        Loss of the node regressors against their binary target. ``"hinge"``
+        is what Vowpal Wabbit's ``--log_multi`` uses (its quantile loss on
+        the score clipped to [-1, 1]): targets -1 / +1, no update once the
+        score is beyond the target, and steps that never overshoot it.
+        ``"logistic"``: cross-entropy of ``sigmoid(score)`` against 0 / 1.
+    beam_width : int, default=8
+        Nodes kept by the beam search of prediction. Going right at a node
+        has probability ``sigmoid(c * score)`` (c = 4 for the hinge loss, 1
+        for the logistic loss); classes are ranked by their share in the
+        mixture of the final beam's leaf histograms, each leaf weighted by its
+        probability. 1 follows the single path of the score signs, as in the
+        paper and Vowpal Wabbit; a prediction evaluates at most about
+        ``beam_width * depth`` regressors. Training is not affected.
     shuffle : bool, default=False
         Visit the examples of every :meth:`fit` epoch in a random order drawn
         from ``random_state``. :meth:`partial_fit` always keeps the order.
@@ -87,12 +103,15 @@ class LOMTree(Estimator):
 
     def __init__(self, max_internal_nodes: int | None = None, swap_resistance: float = 4.0,
                  epochs: int = 1, optimizer: str = "nag", learning_rate: float = 0.5,
-                 shuffle: bool = False, n_jobs: int = 1, random_state: int | None = None):
+                 loss: str = "hinge", beam_width: int = 8, shuffle: bool = False,
+                 n_jobs: int = 1, random_state: int | None = None):
         self.max_internal_nodes = max_internal_nodes
         self.swap_resistance = swap_resistance
         self.epochs = epochs
         self.optimizer = optimizer
         self.learning_rate = learning_rate
+        self.loss = loss
+        self.beam_width = beam_width
         self.shuffle = shuffle
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -107,6 +126,8 @@ class LOMTree(Estimator):
         check_int("epochs", self.epochs, 1)
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
         check_real("learning_rate", self.learning_rate, 0.0, strict=True)
+        check_choice("loss", self.loss, LOSSES)
+        check_int("beam_width", self.beam_width, 1, 2**16)
         check_choice("shuffle", self.shuffle, (True, False))
         check_int("n_jobs", self.n_jobs, 1)
         check_seed(self.random_state)
@@ -129,7 +150,7 @@ class LOMTree(Estimator):
         self.max_internal_nodes_ = int(self.max_internal_nodes or max(1, n_classes - 1))
         self._builder = LOMTreeBuilder(self.n_features_in_, n_classes, self.max_internal_nodes_,
                                        float(self.swap_resistance), self.optimizer,
-                                       float(self.learning_rate))
+                                       float(self.learning_rate), self.loss)
 
     def fit(self, X, y) -> LOMTree:
         """Grow a new tree on ``(X, y)`` with ``epochs`` passes.
@@ -214,13 +235,16 @@ class LOMTree(Estimator):
         return self.predict_topk(X, 1)[0][:, 0]
 
     def predict_topk(self, X, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
-        """Return the k most frequent classes of each sample's leaf.
+        """Return the k most probable classes of each sample.
 
-        Classes are ranked by how many training examples of each reached the
-        leaf; the score is that count's share of the leaf. If the leaf knows
-        fewer than k classes, the list continues with the classes of its
-        ancestors (nearest first), then with any class never seen, all with
-        score 0.
+        With ``beam_width=1``, classes are ranked by how many training
+        examples of each reached the sample's leaf, and the score is that
+        count's share of the leaf. With a beam, the score is the class's
+        share in the probability-weighted mixture of the histograms of the
+        beam's leaves (a leaf no training example reached lends its nearest
+        ancestor's). If fewer than k classes are listed, the list continues
+        with the classes of the most probable leaf and of its ancestors
+        (nearest first), then with any class never seen, all with score 0.
 
         Parameters
         ----------
@@ -240,7 +264,7 @@ class LOMTree(Estimator):
             raise ValueError(f"k must be an integer in [1, {n_classes}], got {k!r}")
         X = self._check_X(X, first=False)
         ids, scores = self._builder.predict_topk(X.indptr, X.indices, X.data, int(k),
-                                                 self.n_jobs)
+                                                 self.n_jobs, int(self.beam_width))
         missing_rows = np.flatnonzero(ids[:, -1] < 0)
         for row in missing_rows:  # only when some class was never seen in training
             listed = ids[row][ids[row] >= 0]
@@ -249,10 +273,10 @@ class LOMTree(Estimator):
         return self.classes_[ids], scores
 
     def apply(self, X) -> np.ndarray:
-        """Return the id of the leaf each sample reaches (int32)."""
+        """Return the id of each sample's leaf (int32): the most probable one of the beam."""
         self._check_fitted()
         X = self._check_X(X, first=False)
-        return self._builder.leaves(X.indptr, X.indices, X.data)
+        return self._builder.leaves(X.indptr, X.indices, X.data, int(self.beam_width))
 
     # ------------------------------------------------------------------ statistics
 
@@ -331,6 +355,8 @@ class LOMTree(Estimator):
             inconsistent content.
         """
         try:
+            # Files written before these options existed: logistic regressors, one path.
+            params = {"loss": "logistic", "beam_width": 1, **params}
             model = cls(**{name: params[name] for name in cls._param_names()})
             model._check_params()
             classes = _check_classes(_typed(arrays, "classes", np.int64, 1))
@@ -345,6 +371,7 @@ class LOMTree(Estimator):
                  "max_internal_nodes": sizes["effective_max_internal_nodes"],
                  "swap_resistance": float(model.swap_resistance),
                  "optimizer": model.optimizer, "learning_rate": float(model.learning_rate),
+                 "loss": model.loss,
                  "n_swaps": sizes["n_swaps"], "n_examples_seen": sizes["n_examples_seen"]},
                 checked)
         except ModelFormatError:
