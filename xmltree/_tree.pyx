@@ -47,7 +47,7 @@ from ._types cimport float32_t, float64_t, index_t, offset_t
 from ._validation import check_csr_structure, check_features
 from .exceptions import DataFormatError, ModelFormatError
 
-__all__ = ["Forest", "check_tree", "routing_threshold", "TREE_ARRAYS"]
+__all__ = ["Forest", "check_tree", "routing_threshold", "LEAF_SCORES", "TREE_ARRAYS"]
 
 # The build turns wrap-around off for speed; the Python-level helpers below
 # that index NumPy arrays with -1 switch it back on with
@@ -56,6 +56,10 @@ __all__ = ["Forest", "check_tree", "routing_threshold", "TREE_ARRAYS"]
 #: Routing threshold on the raw regressor score for each routing mode: the
 #: authors' 0.5 on the margin, or sigmoid(z) >= 0.5, i.e. z >= 0.
 _THRESHOLDS = {"margin": 0.5, "sigmoid": 0.0}
+
+#: What leaves may store per label: a normalised histogram, or the fraction
+#: of the leaf's training examples carrying the label (``_ldsm.build_tree``).
+LEAF_SCORES = ("distribution", "frequency")
 
 #: Scores are accumulated without tracking which labels they touch when the
 #: label space is at most this many times the histogram entries an example
@@ -109,7 +113,7 @@ def routing_threshold(routing):
 # bounds or loop forever.
 # --------------------------------------------------------------------------
 
-def check_tree(tree, arity, n_features, n_labels):
+def check_tree(tree, arity, n_features, n_labels, leaf_scores="distribution"):
     """Check that a flat tree satisfies the ``build_tree`` contract.
 
     Parameters
@@ -120,6 +124,9 @@ def check_tree(tree, arity, n_features, n_labels):
         Children per internal node.
     n_features, n_labels : int
         Sizes of the feature and label spaces.
+    leaf_scores : {"distribution", "frequency"}, default="distribution"
+        What the leaves store (see ``xmltree._ldsm.build_tree``): histograms
+        summing to 1, or label frequencies in (0, 1].
 
     Raises
     ------
@@ -127,7 +134,8 @@ def check_tree(tree, arity, n_features, n_labels):
         Naming the first violated property: a missing array, a wrong dtype
         or shape, a broken parent/child structure, a non-monotone or
         inconsistent ``indptr``, an out-of-range index, a non-finite value,
-        or a leaf histogram that is empty or does not sum to 1.
+        or a leaf histogram that is empty, not positive, or does not sum to
+        1 (distributions) or exceeds 1 (frequencies).
     """
     _check_dtypes(tree)
     n_nodes = tree["first_child"].shape[0]
@@ -143,7 +151,7 @@ def check_tree(tree, arity, n_features, n_labels):
     for name in ("weight_values", "bias", "leaf_values"):
         if not np.all(np.isfinite(tree[name])):
             raise ModelFormatError(f"tree array {name!r} has NaN or infinite values")
-    _check_histograms(tree, is_leaf)
+    _check_histograms(tree, is_leaf, leaf_scores)
 
 
 def _check_dtypes(tree):
@@ -230,12 +238,16 @@ def _check_rows_present(tree, is_leaf, arity):
         raise ModelFormatError("tree has a leaf with an empty label histogram")
 
 
-def _check_histograms(tree, is_leaf):
+def _check_histograms(tree, is_leaf, leaf_scores):
     values = tree["leaf_values"]
     # Positive values make a label's score non-zero exactly when one of its
     # leaves was reached, which the dense accumulation relies on.
     if np.any(values <= 0):
         raise ModelFormatError("tree has a leaf histogram value that is not positive")
+    if leaf_scores == "frequency":
+        if np.any(values > 1):
+            raise ModelFormatError("tree has a leaf label frequency above 1")
+        return
     starts = tree["leaf_indptr"][:-1][is_leaf]
     sums = np.add.reduceat(values.astype(np.float64), starts) if values.size else np.zeros(0)
     if np.any(np.abs(sums - 1.0) > 1e-3):
@@ -281,15 +293,20 @@ cdef class Forest:
         Sizes of the feature and label spaces.
     routing : {"margin", "sigmoid"}
         Routing mode the trees were trained with.
+    leaf_scores : {"distribution", "frequency"}, default="distribution"
+        What the leaves store (see :func:`check_tree`).
     """
 
-    def __init__(self, trees, *, arity, n_features, n_labels, routing):
+    def __init__(self, trees, *, arity, n_features, n_labels, routing,
+                 leaf_scores="distribution"):
+        if leaf_scores not in LEAF_SCORES:
+            raise ValueError(f"leaf_scores must be one of {LEAF_SCORES}, got {leaf_scores!r}")
         if len(trees) < 1:
             raise ModelFormatError("a forest needs at least one tree")
         if not 2 <= arity <= 64 or n_features < 1 or n_labels < 1:
             raise ModelFormatError("forest arity, n_features or n_labels out of range")
         for tree in trees:
-            check_tree(tree, arity, n_features, n_labels)
+            check_tree(tree, arity, n_features, n_labels, leaf_scores)
         self.arity = arity
         self.n_features = n_features
         self.n_labels = n_labels
@@ -438,8 +455,9 @@ cdef class Forest:
         Returns
         -------
         scipy.sparse.csr_matrix of shape (n_samples, n_labels)
-            float32 scores with sorted label ids; each row sums to 1 (up to
-            rounding), since every example reaches at least one leaf.
+            float32 scores with sorted label ids; with distribution leaves each
+            row sums to 1 (up to rounding), since every example reaches at
+            least one leaf.
         """
         X = check_features(X, n_features=self.n_features)
         cdef index_t n_samples = X.shape[0]
