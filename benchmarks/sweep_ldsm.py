@@ -82,6 +82,8 @@ def main(argv=None) -> None:
                         choices=["none", "log1p", "idf"])
     parser.add_argument("--leaf-scores", nargs="+", default=["distribution"],
                         choices=["distribution", "frequency"])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0],
+                        help="random_state of the ensemble (one run per seed)")
     parser.add_argument("--holdout", type=float, default=0.0,
                         help="score a held-out fraction of the training rows, not the test split")
     parser.add_argument("--json", type=Path)
@@ -93,16 +95,16 @@ def main(argv=None) -> None:
     inv_propensity = inverse_propensity(Y_train)
     grid = itertools.product(args.transform, args.row_norm, args.arity, args.max_nodes,
                              args.epochs, args.learning_rate, args.lambda1, args.lambda2,
-                             args.routing, args.weight_threshold, args.leaf_scores)
+                             args.routing, args.weight_threshold, args.leaf_scores, args.seeds)
     rows = []
-    print("transform norm arity nodes epochs lr    l1   l2  routing  w_min   leaves |"
+    print("transform norm arity nodes epochs lr    l1   l2  routing  w_min   leaves seed |"
           "  P@1   P@3   P@5 | PSP@1 PSP@3 PSP@5 | cpu s | weights")
-    for transform, norm, arity, nodes, epochs, lr, l1, l2, routing, w_min, leaves in grid:
+    for transform, norm, arity, nodes, epochs, lr, l1, l2, routing, w_min, leaves, seed in grid:
         Xtr, Xte = transform_features(X_train, X_test, transform)
         Xtr, Xte = (l2_rows(Xtr), l2_rows(Xte)) if norm == "l2" else (Xtr, Xte)
         model = xmltree.LdSM(n_trees=args.n_trees, arity=arity, max_nodes=nodes, epochs=epochs,
                              learning_rate=lr, lambda1=l1, lambda2=l2, routing=routing,
-                             weight_threshold=w_min, leaf_scores=leaves, random_state=0,
+                             weight_threshold=w_min, leaf_scores=leaves, random_state=seed,
                              n_jobs=args.n_jobs)
         cpu = time.process_time()
         model.fit(Xtr, Y_train)
@@ -111,11 +113,12 @@ def main(argv=None) -> None:
         result = evaluate(Y_test, labels, inv_propensity=inv_propensity)
         setting = dict(transform=transform, row_norm=norm, arity=arity, max_nodes=nodes,
                        epochs=epochs, learning_rate=lr, lambda1=l1, lambda2=l2, routing=routing,
-                       weight_threshold=w_min, leaf_scores=leaves, holdout=args.holdout)
+                       weight_threshold=w_min, leaf_scores=leaves, random_state=seed,
+                       holdout=args.holdout)
         n_weights = sum(tree["weight_values"].size for tree in model.trees_)
         rows.append({**setting, **result, "train_cpu_s": cpu, "n_weights": n_weights})
         print(f"{transform:>9} {norm:>4} {arity:>5} {nodes:>5} {epochs:>6} {lr:<5} {l1:>4} "
-              f"{l2:>4} {routing:>8} {w_min or 1 / X_train.shape[1]:6.4f} {leaves[:5]:>8} | "
+              f"{l2:>4} {routing:>8} {w_min or 1 / X_train.shape[1]:6.4f} {leaves[:5]:>8} {seed:>4} | "
               + " ".join(f"{100 * result[f'P@{k}']:5.2f}" for k in (1, 3, 5)) + " | "
               + " ".join(f"{100 * result[f'PSP@{k}']:5.2f}" for k in (1, 3, 5))
               + f" | {cpu:5.1f} | {n_weights}", flush=True)

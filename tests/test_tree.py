@@ -487,6 +487,22 @@ def test_forest_arguments_are_checked(rng):
         Forest([tree], arity=3, n_features=20, n_labels=30, routing="margin")
     with pytest.raises(ValueError, match="routing"):
         Forest([tree], arity=2, n_features=20, n_labels=30, routing="hinge")
+    with pytest.raises(ValueError, match="leaf_scores"):
+        Forest([tree], arity=2, n_features=20, n_labels=30, routing="margin",
+               leaf_scores="counts")
+
+
+def test_frequency_leaves_need_not_sum_to_one(rng):
+    tree = random_flat_tree(rng, arity=2, n_features=20, n_labels=30)
+    tree["leaf_values"] = np.minimum(2 * tree["leaf_values"], 1).astype(np.float32)
+    with pytest.raises(ModelFormatError, match="sum to 1"):
+        Forest([tree], arity=2, n_features=20, n_labels=30, routing="margin")
+    forest = Forest([tree], arity=2, n_features=20, n_labels=30, routing="margin",
+                    leaf_scores="frequency")
+    X = random_features(rng, 40, 20)
+    expected, _ = reference_scores([tree], X, 2, 0.5, 30)
+    np.testing.assert_allclose(forest.predict_scores(X).toarray(), expected, rtol=1e-6,
+                               atol=1e-7)
 
 
 def test_forest_layout_concatenates_trees(rng):
