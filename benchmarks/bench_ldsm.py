@@ -227,11 +227,13 @@ def main(argv=None) -> None:
     parser.add_argument("--lambda1", type=float, default=None)
     parser.add_argument("--lambda2", type=float, default=None)
     parser.add_argument("--routing", choices=("margin", "sigmoid"), default=None)
+    parser.add_argument("--leaf-scores", choices=("distribution", "frequency"), default=None)
     parser.add_argument("--json", type=Path, help="write all results here")
     parser.add_argument("--plots", type=Path, help="write PNG plots to this directory")
     args = parser.parse_args(argv)
     params = {name: getattr(args, name) for name in
-              ("arity", "max_nodes", "epochs", "learning_rate", "lambda1", "lambda2", "routing")
+              ("arity", "max_nodes", "epochs", "learning_rate", "lambda1", "lambda2", "routing",
+               "leaf_scores")
               if getattr(args, name) is not None}
 
     results: dict[str, list[dict]] = {}

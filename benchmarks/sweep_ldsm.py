@@ -3,11 +3,15 @@
 Trains one ensemble per setting (a grid over the options given) and prints
 P@1/3/5 and PSP@1/3/5 on the test split with the training CPU time, so that
 the defaults and presets of ``xmltree.LdSM`` can be chosen from numbers.
+With ``--holdout F``, a random fraction F of the training rows (seed 0) is
+held out and scored instead, so that settings are chosen without the test
+split.
 
 Examples
 --------
     python benchmarks/sweep_ldsm.py --dataset bibtex --n-trees 10 --arity 2 4 \\
         --max-nodes 1000 4000 --learning-rate 0.1 0.5 --row-norm none l2
+    python benchmarks/sweep_ldsm.py --dataset bibtex --holdout 0.2 --transform none idf
 """
 
 from __future__ import annotations
@@ -33,6 +37,31 @@ def l2_rows(X: sp.csr_matrix) -> sp.csr_matrix:
     return sp.csr_matrix(sp.diags(1.0 / norms) @ X, dtype=np.float32)
 
 
+def transform_features(X_fit: sp.csr_matrix, X_eval: sp.csr_matrix, transform: str):
+    """Apply a feature transform fitted on ``X_fit`` to both matrices:
+    ``log1p`` of every value, or ``idf`` weighting (x * log(N / df), with
+    the document frequencies of ``X_fit``)."""
+    if transform == "none":
+        return X_fit, X_eval
+    if transform == "log1p":
+        return X_fit.log1p().astype(np.float32), X_eval.log1p().astype(np.float32)
+    df = np.bincount(X_fit.indices, minlength=X_fit.shape[1])
+    idf = np.log(X_fit.shape[0] / np.maximum(df, 1)).astype(np.float32)
+    # A feature present in every row gets weight 0: keep a floor instead.
+    idf = np.maximum(idf, np.float32(1e-3))
+    scale = sp.diags(idf)
+    return (sp.csr_matrix(X_fit @ scale, dtype=np.float32),
+            sp.csr_matrix(X_eval @ scale, dtype=np.float32))
+
+
+def holdout_split(X: sp.csr_matrix, Y: sp.csr_matrix, fraction: float):
+    """Split the training rows at random (seed 0): (X_fit, Y_fit, X_held, Y_held)."""
+    order = np.random.default_rng(0).permutation(X.shape[0])
+    n_held = round(fraction * X.shape[0])
+    held, fit = np.sort(order[:n_held]), np.sort(order[n_held:])
+    return X[fit], Y[fit], X[held], Y[held]
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-home", type=Path, default=DEFAULT_DATA_HOME)
@@ -49,34 +78,47 @@ def main(argv=None) -> None:
     parser.add_argument("--weight-threshold", type=float, nargs="+", default=[None],
                         help="stored-weight threshold (default: 1 / n_features)")
     parser.add_argument("--row-norm", nargs="+", default=["none"], choices=["none", "l2"])
+    parser.add_argument("--transform", nargs="+", default=["none"],
+                        choices=["none", "log1p", "idf"])
+    parser.add_argument("--leaf-scores", nargs="+", default=["distribution"],
+                        choices=["distribution", "frequency"])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0],
+                        help="random_state of the ensemble (one run per seed)")
+    parser.add_argument("--holdout", type=float, default=0.0,
+                        help="score a held-out fraction of the training rows, not the test split")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 
     X_train, Y_train, X_test, Y_test = load_split(args.data_home, args.dataset)
+    if args.holdout > 0:
+        X_train, Y_train, X_test, Y_test = holdout_split(X_train, Y_train, args.holdout)
     inv_propensity = inverse_propensity(Y_train)
-    grid = itertools.product(args.row_norm, args.arity, args.max_nodes, args.epochs,
-                             args.learning_rate, args.lambda1, args.lambda2, args.routing,
-                             args.weight_threshold)
+    grid = itertools.product(args.transform, args.row_norm, args.arity, args.max_nodes,
+                             args.epochs, args.learning_rate, args.lambda1, args.lambda2,
+                             args.routing, args.weight_threshold, args.leaf_scores, args.seeds)
     rows = []
-    print("norm arity nodes epochs lr    l1   l2  routing  w_min |  P@1   P@3   P@5 |"
-          " PSP@1 PSP@3 PSP@5 | cpu s | weights")
-    for norm, arity, nodes, epochs, lr, l1, l2, routing, w_min in grid:
-        Xtr, Xte = (l2_rows(X_train), l2_rows(X_test)) if norm == "l2" else (X_train, X_test)
+    print("transform norm arity nodes epochs lr    l1   l2  routing  w_min   leaves seed |"
+          "  P@1   P@3   P@5 | PSP@1 PSP@3 PSP@5 | cpu s | weights")
+    for transform, norm, arity, nodes, epochs, lr, l1, l2, routing, w_min, leaves, seed in grid:
+        Xtr, Xte = transform_features(X_train, X_test, transform)
+        Xtr, Xte = (l2_rows(Xtr), l2_rows(Xte)) if norm == "l2" else (Xtr, Xte)
         model = xmltree.LdSM(n_trees=args.n_trees, arity=arity, max_nodes=nodes, epochs=epochs,
                              learning_rate=lr, lambda1=l1, lambda2=l2, routing=routing,
-                             weight_threshold=w_min, random_state=0, n_jobs=args.n_jobs)
+                             weight_threshold=w_min, leaf_scores=leaves, random_state=seed,
+                             n_jobs=args.n_jobs)
         cpu = time.process_time()
         model.fit(Xtr, Y_train)
         cpu = time.process_time() - cpu
         labels, _ = model.predict(Xte, k=5)
         result = evaluate(Y_test, labels, inv_propensity=inv_propensity)
-        setting = dict(row_norm=norm, arity=arity, max_nodes=nodes, epochs=epochs,
-                       learning_rate=lr, lambda1=l1, lambda2=l2, routing=routing,
-                       weight_threshold=w_min)
+        setting = dict(transform=transform, row_norm=norm, arity=arity, max_nodes=nodes,
+                       epochs=epochs, learning_rate=lr, lambda1=l1, lambda2=l2, routing=routing,
+                       weight_threshold=w_min, leaf_scores=leaves, random_state=seed,
+                       holdout=args.holdout)
         n_weights = sum(tree["weight_values"].size for tree in model.trees_)
         rows.append({**setting, **result, "train_cpu_s": cpu, "n_weights": n_weights})
-        print(f"{norm:>4} {arity:>5} {nodes:>5} {epochs:>6} {lr:<5} {l1:>4} {l2:>4} "
-              f"{routing:>8} {w_min or 1 / X_train.shape[1]:6.4f} | "
+        print(f"{transform:>9} {norm:>4} {arity:>5} {nodes:>5} {epochs:>6} {lr:<5} {l1:>4} "
+              f"{l2:>4} {routing:>8} {w_min or 1 / X_train.shape[1]:6.4f} {leaves[:5]:>8} {seed:>4} | "
               + " ".join(f"{100 * result[f'P@{k}']:5.2f}" for k in (1, 3, 5)) + " | "
               + " ".join(f"{100 * result[f'PSP@{k}']:5.2f}" for k in (1, 3, 5))
               + f" | {cpu:5.1f} | {n_weights}", flush=True)

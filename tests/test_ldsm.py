@@ -63,7 +63,7 @@ def clustered_problem(rng, n_samples, n_features=30, n_labels=10):
     ("n_trees", 0), ("n_trees", 2.0), ("arity", 1), ("arity", 9), ("max_nodes", 0),
     ("epochs", 0), ("lambda1", -0.1), ("lambda2", float("nan")), ("learning_rate", 0.0),
     ("learning_rate", "fast"), ("weight_threshold", -1.0), ("optimizer", "adam"),
-    ("routing", "hinge"), ("random_state", -3), ("random_state", 1.5), ("n_jobs", 0),
+    ("routing", "hinge"), ("leaf_scores", "mean"), ("random_state", -3), ("random_state", 1.5), ("n_jobs", 0),
     ("n_jobs", "all"), ("arity", True),
 ])
 def test_invalid_parameters_are_reported_at_fit(name, value):
@@ -76,7 +76,7 @@ def test_invalid_parameters_are_reported_at_fit(name, value):
 def test_get_set_params_and_repr():
     model = LdSM(n_trees=5, routing="sigmoid")
     params = model.get_params()
-    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 15
+    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 16
     assert model.set_params(arity=3, verbose=True) is model
     assert model.arity == 3
     assert repr(model) == "LdSM(n_trees=5, arity=3, routing='sigmoid', verbose=True)"
@@ -229,10 +229,15 @@ def _missing_params(params, arrays):
     del params["hyper_parameters"]
 
 
+def _frequency_above_one(params, arrays):
+    params["hyper_parameters"]["leaf_scores"] = "frequency"
+    arrays["tree0/leaf_values"][0] = 1.5
+
+
 @pytest.mark.parametrize("tamper", [
     _bad_weight_index, _bad_label, _negative_child, _float64_weights, _missing_array,
     _extra_array, _bad_hyper_parameter, _unknown_hyper_parameter, _bad_n_features,
-    _fewer_features, _missing_params,
+    _fewer_features, _missing_params, _frequency_above_one,
 ])
 def test_tampered_model_contents_are_refused(rng, tmp_path, tamper):
     params, arrays = _state(rng)
@@ -304,6 +309,32 @@ def test_fit_beats_most_frequent_baseline(rng):
     sums = np.asarray(model.predict_scores(X_test).sum(axis=1)).ravel()
     np.testing.assert_allclose(sums, 1.0, rtol=1e-5)
     assert np.all(model.n_nodes_ <= FAST["max_nodes"]) and np.all(model.depth_ >= 1)
+
+
+@needs_build_tree
+def test_frequency_leaves_score_label_frequencies_and_are_saved(rng, tmp_path):
+    X, labels, _ = clustered_problem(rng, 300)
+    model = LdSM(**FAST, leaf_scores="frequency", random_state=0).fit(X, labels)
+    distribution = LdSM(**FAST, random_state=0).fit(X, labels)
+    for a, b in zip(model.trees_, distribution.trees_):
+        np.testing.assert_array_equal(a["weight_values"], b["weight_values"])
+        assert np.all(a["leaf_values"] <= 1)
+    # A training row has 1.3 labels on average, so frequency scores sum to more than 1.
+    sums = np.asarray(model.predict_scores(X).sum(axis=1)).ravel()
+    assert np.all(sums >= 1 - 1e-5) and sums.mean() > 1.1
+    path = tmp_path / "frequency.npz"
+    model.save(path)
+    loaded = LdSM.load(path)
+    assert loaded.leaf_scores == "frequency"
+    np.testing.assert_array_equal(loaded.predict(X)[1], model.predict(X)[1])
+
+
+def test_files_without_leaf_scores_load_as_distributions(rng, tmp_path):
+    params, arrays = _state(rng)
+    del params["hyper_parameters"]["leaf_scores"]
+    path = tmp_path / "older.npz"
+    save_model(path, LdSM._KIND, params, arrays)
+    assert LdSM.load(path).leaf_scores == "distribution"
 
 
 @needs_build_tree

@@ -188,7 +188,8 @@ def descend(tree, X, row, arity, threshold):
     return visited
 
 
-def check_tree(tree, X, Y, arity, max_nodes, epochs, weight_threshold, threshold):
+def check_tree(tree, X, Y, arity, max_nodes, epochs, weight_threshold, threshold,
+               leaf_scores="distribution"):
     first_child, parent, depth = tree["first_child"], tree["parent"], tree["depth"]
     n_nodes = first_child.size
     assert 1 <= n_nodes <= max_nodes
@@ -228,11 +229,15 @@ def check_tree(tree, X, Y, arity, max_nodes, epochs, weight_threshold, threshold
         lo, hi = tree["leaf_indptr"][v:v + 2]
         labels, values = tree["leaf_labels"][lo:hi], tree["leaf_values"][lo:hi]
         assert np.all(np.diff(labels) > 0)
-        assert values.sum() == pytest.approx(1.0, abs=1e-5)
         source = v if visits[v] else parent[v]  # an empty leaf copies its parent
         counts = (leaf_hist[v] if visits[v] else
                   np.asarray(Y[visits_rows(tree, X, source, arity, threshold)].sum(0)).ravel())
-        np.testing.assert_allclose(values, counts[labels] / counts.sum(), rtol=1e-6)
+        if leaf_scores == "distribution":
+            assert values.sum() == pytest.approx(1.0, abs=1e-5)
+            np.testing.assert_allclose(values, counts[labels] / counts.sum(), rtol=1e-6)
+        else:  # the fraction of the leaf's (or its parent's) examples with the label
+            np.testing.assert_allclose(values, counts[labels] / visits[source], rtol=1e-6)
+            assert np.all(values <= 1)
         assert np.count_nonzero(counts) == labels.size
 
 
@@ -242,13 +247,20 @@ def visits_rows(tree, X, node, arity, threshold):
 
 @pytest.mark.parametrize("routing", ["margin", "sigmoid"])
 @pytest.mark.parametrize("arity", [2, 3])
-def test_build_tree_invariants(rng, routing, arity):
+@pytest.mark.parametrize("leaf_scores", ["distribution", "frequency"])
+def test_build_tree_invariants(rng, routing, arity, leaf_scores):
     X, Y = random_problem(rng, n_samples=120, n_features=20, n_labels=10, clusters=5)
     settings = dict(TREE_SETTINGS, routing=routing, arity=arity)
-    tree = build_tree(X, Y, **settings)
+    tree = build_tree(X, Y, **settings, leaf_scores=leaf_scores)
     assert tree["first_child"].size > 1 + arity  # it grew beyond one split
     check_tree(tree, X, Y, arity, settings["max_nodes"], settings["epochs"],
-               settings["weight_threshold"], ROUTING_THRESHOLD[routing])
+               settings["weight_threshold"], ROUTING_THRESHOLD[routing], leaf_scores)
+    # The leaf scores change nothing else in the tree.
+    other = build_tree(X, Y, **settings, leaf_scores=({"distribution", "frequency"}
+                                                      - {leaf_scores}).pop())
+    for name in tree:
+        if name != "leaf_values":
+            np.testing.assert_array_equal(tree[name], other[name])
     if arity == 3:  # these data give empty children: their leaves copy the parent
         assert np.any(tree["n_samples"] == 0)
     # Every split makes progress: no child receives all of its parent's examples.
@@ -337,6 +349,7 @@ def test_unlabelled_examples_do_not_crash(rng):
     (dict(weight_threshold=-1.0), ValueError, "weight_threshold"),
     (dict(seed=-1), ValueError, "seed"),
     (dict(seed=2**64), ValueError, "seed"),
+    (dict(leaf_scores="counts"), ValueError, "leaf_scores"),
 ])
 def test_bad_settings_are_rejected(rng, change, error, match):
     X, Y = random_problem(rng)

@@ -154,11 +154,16 @@ def make_forest(rng, *, n_trees=3, arity=2, n_features=20, n_labels=30, routing=
 
 @pytest.mark.parametrize("arity", [2, 3, 4])
 @pytest.mark.parametrize("routing", ["margin", "sigmoid"])
-def test_prediction_matches_reference(rng, arity, routing):
-    forest, trees = make_forest(rng, n_trees=4, arity=arity, routing=routing)
+@pytest.mark.parametrize("n_labels", [30, 6])
+def test_prediction_matches_reference(rng, arity, routing, n_labels):
+    forest, trees = make_forest(rng, n_trees=4, arity=arity, routing=routing,
+                                n_labels=n_labels)
+    # 4 trees of leaves with 3 labels on average: 6 labels are scored
+    # densely, 30 through the touched-label list.
+    assert forest.dense_scores == (n_labels == 6)
     X = random_features(rng, 150, 20)
     expected, expected_counts = reference_scores(
-        trees, X, arity, routing_threshold(routing), 30
+        trees, X, arity, routing_threshold(routing), n_labels
     )
     counts = forest.leaves_reached(X)
     np.testing.assert_array_equal(counts, expected_counts)
@@ -209,21 +214,12 @@ def test_random_trees_exercise_multiway_routing_and_fallback(rng):
     assert fallback > 0
 
 
-def test_forest_uses_dense_and_sparse_nodes(rng):
-    forest, trees = make_forest(rng, n_trees=4, arity=2)
-    internal = forest.first_child >= 0
-    assert np.any(forest.dense_offset[internal] >= 0)
-    assert np.any(forest.dense_offset[internal] < 0)
-    # A dense block holds exactly the sparse weights, feature-major.
-    node = int(np.flatnonzero(forest.dense_offset >= 0)[0])
-    block = forest.dense_weights[forest.dense_offset[node]:][:2 * 20].reshape(20, 2)
+def test_feature_slots_are_a_permutation_by_usage(rng):
+    forest, _ = make_forest(rng, n_trees=4, arity=2)
     np.testing.assert_array_equal(np.sort(forest.feature_slot), np.arange(20))
-    block = block[forest.feature_slot]  # back to feature order
-    for m in range(2):
-        start, stop = forest.weight_indptr[2 * node + m], forest.weight_indptr[2 * node + m + 1]
-        expected = np.zeros(20, dtype=np.float32)
-        expected[forest.weight_indices[start:stop]] = forest.weight_values[start:stop]
-        np.testing.assert_array_equal(block[:, m], expected)
+    usage = np.bincount(forest.weight_indices, minlength=20)
+    by_slot = usage[np.argsort(forest.feature_slot)]
+    assert np.all(np.diff(by_slot) <= 0)
 
 
 def test_examples_reaching_every_leaf(rng):
@@ -465,7 +461,8 @@ def _weights_on_leaf(tree):
     (_histogram_not_normalised, "sum to 1"),
     (_set("weight_values", 0, np.inf), "NaN or infinite"),
     (_set("bias", (0, 0), np.nan), "NaN or infinite"),
-    (_set("leaf_values", 0, -0.1), "negative|sum to 1"),
+    (_set("leaf_values", 0, -0.1), "not positive|sum to 1"),
+    (_set("leaf_values", 0, 0.0), "not positive|sum to 1"),
     (_set("parent", 0, 0), "root"),
     (_wrong_dtype, "dtype"),
     (_missing_array, "missing"),
@@ -490,6 +487,22 @@ def test_forest_arguments_are_checked(rng):
         Forest([tree], arity=3, n_features=20, n_labels=30, routing="margin")
     with pytest.raises(ValueError, match="routing"):
         Forest([tree], arity=2, n_features=20, n_labels=30, routing="hinge")
+    with pytest.raises(ValueError, match="leaf_scores"):
+        Forest([tree], arity=2, n_features=20, n_labels=30, routing="margin",
+               leaf_scores="counts")
+
+
+def test_frequency_leaves_need_not_sum_to_one(rng):
+    tree = random_flat_tree(rng, arity=2, n_features=20, n_labels=30)
+    tree["leaf_values"] = np.minimum(2 * tree["leaf_values"], 1).astype(np.float32)
+    with pytest.raises(ModelFormatError, match="sum to 1"):
+        Forest([tree], arity=2, n_features=20, n_labels=30, routing="margin")
+    forest = Forest([tree], arity=2, n_features=20, n_labels=30, routing="margin",
+                    leaf_scores="frequency")
+    X = random_features(rng, 40, 20)
+    expected, _ = reference_scores([tree], X, 2, 0.5, 30)
+    np.testing.assert_allclose(forest.predict_scores(X).toarray(), expected, rtol=1e-6,
+                               atol=1e-7)
 
 
 def test_forest_layout_concatenates_trees(rng):

@@ -88,6 +88,7 @@ cdef class TreeBuilder:
     cdef NodeTrainer trainer              # node training and routing
     cdef index_t arity                    # M
     cdef index_t max_nodes                # growth budget
+    cdef bint leaf_frequency              # leaves store label frequencies, not distributions
     cdef object progress                  # optional callable(n_expanded), or None
     cdef vector[index_t] first_child      # (n_nodes,) child 0 of the node, -1 for a leaf
     cdef vector[index_t] parent           # (n_nodes,) -1 for the root
@@ -112,6 +113,7 @@ cdef class TreeBuilder:
     cdef vector[int64_t] label_hist       # (K,) histogram scratch, zero between uses
     cdef vector[index_t] hist_labels      # labels with a non-zero label_hist entry
     cdef int64_t hist_total               # sum of label_hist
+    cdef int64_t hist_rows                # rows counted into label_hist
     cdef vector[float64_t] epoch_objective  # (E,) trace of the node being trained
     cdef vector[float64_t] scores         # (M,) regressor scores of one example
     cdef vector[uint8_t] goes             # (M,) children chosen for one example

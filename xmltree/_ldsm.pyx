@@ -54,6 +54,7 @@ from ._random cimport rng_below, rng_seed, rng_shuffle, rng_uniform
 from ._routing cimport route
 from ._types cimport float32_t, float64_t, index_t, offset_t
 
+from ._tree import LEAF_SCORES
 from ._validation import check_csr_structure
 from .exceptions import DataFormatError
 
@@ -375,18 +376,25 @@ cdef class TreeBuilder:
         A node is expanded only while ``n_nodes + arity <= max_nodes``.
     progress : callable or None
         Called with the number of nodes expanded so far after each expansion.
+    leaf_scores : {"distribution", "frequency"}
+        What a leaf stores for each of its labels, as in :func:`build_tree`.
     """
 
-    def __init__(self, NodeTrainer trainer, index_t max_nodes, progress=None):
+    def __init__(self, NodeTrainer trainer, index_t max_nodes, progress=None,
+                 leaf_scores="distribution"):
+        if leaf_scores not in LEAF_SCORES:
+            raise ValueError(f"leaf_scores must be one of {LEAF_SCORES}, got {leaf_scores!r}")
         if max_nodes < 1:
             raise ValueError(f"max_nodes must be >= 1, got {max_nodes}")
         self.trainer = trainer
         self.arity = trainer.settings.arity
         self.max_nodes = max_nodes
+        self.leaf_frequency = leaf_scores == "frequency"
         self.progress = progress
         self.child_rows.resize(self.arity)
         self.label_hist.assign(trainer.Y.n_cols, 0)
         self.hist_total = 0
+        self.hist_rows = 0
         self.epoch_objective.assign(max(trainer.settings.epochs, 1), 0.0)
         self.scores.assign(self.arity, 0.0)
         self.goes.assign(self.arity, 0)
@@ -503,7 +511,7 @@ cdef class TreeBuilder:
             self.node_rows[first + m].swap(self.child_rows[m])
             has_empty_child |= self.node_rows[first + m].empty()
         if has_empty_child:
-            # An empty child predicts with its parent's normalised histogram.
+            # An empty child predicts with its parent's histogram, stored as a leaf's.
             self.count_labels(self.current_rows)
             for m in range(self.arity):
                 if self.node_rows[first + m].empty():
@@ -526,18 +534,21 @@ cdef class TreeBuilder:
                     self.hist_labels.push_back(label)
                 self.label_hist[label] += 1
                 self.hist_total += 1
+        self.hist_rows += rows.size()
         return 0
 
     cdef int store_leaf(self, index_t node) except -1 nogil:
-        """Store the scratch histogram, normalised, as the leaf distribution of ``node``."""
+        """Store the scratch histogram as the leaf scores of ``node``: divided by
+        its total (a distribution), or by the number of rows counted (the
+        fraction of the leaf's examples that carry each label)."""
         cdef index_t k, label
+        cdef float64_t total = self.hist_rows if self.leaf_frequency else self.hist_total
         sort(self.hist_labels.begin(), self.hist_labels.end())
         self.leaf_begin[node] = self.leaf_label.size()
         for k in range(<index_t>self.hist_labels.size()):
             label = self.hist_labels[k]
             self.leaf_label.push_back(label)
-            self.leaf_value.push_back(
-                <float32_t>(self.label_hist[label] / <float64_t>self.hist_total))
+            self.leaf_value.push_back(<float32_t>(self.label_hist[label] / total))
         self.leaf_end[node] = self.leaf_label.size()
         return 0
 
@@ -548,6 +559,7 @@ cdef class TreeBuilder:
             self.label_hist[self.hist_labels[k]] = 0
         self.hist_labels.clear()
         self.hist_total = 0
+        self.hist_rows = 0
 
     cdef int make_leaf(self, index_t node) except -1 nogil:
         """Finalise a queued node as a leaf and release its example list."""
@@ -617,7 +629,7 @@ def _check_settings(arity, epochs, lambda1, lambda2, optimizer, learning_rate, r
 
 
 def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, learning_rate,
-               routing, weight_threshold, seed, progress=None):
+               routing, weight_threshold, seed, progress=None, leaf_scores="distribution"):
     """Grow one LdSM tree and return it as flat arrays.
 
     Parameters
@@ -648,6 +660,11 @@ def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, l
         Seed of the tree's generator, in ``[0, 2**64)``.
     progress : callable, optional
         Called (with the GIL) with the number of nodes expanded so far.
+    leaf_scores : {"distribution", "frequency"}, default="distribution"
+        What a leaf stores for each label of its training examples: the
+        label's share of all their label occurrences (the paper's normalised
+        histogram, summing to 1), or the fraction of the examples that carry
+        the label (in (0, 1]; an estimate of P(label | leaf)).
 
     Returns
     -------
@@ -663,7 +680,7 @@ def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, l
     trainer = NodeTrainer(X, Y, arity=arity, epochs=epochs, lambda1=lambda1, lambda2=lambda2,
                           optimizer=optimizer, learning_rate=learning_rate, routing=routing,
                           weight_threshold=weight_threshold, seed=seed)
-    cdef TreeBuilder builder = TreeBuilder(trainer, max_nodes, progress)
+    cdef TreeBuilder builder = TreeBuilder(trainer, max_nodes, progress, leaf_scores)
     with nogil:
         builder.grow()
     return builder.to_arrays()

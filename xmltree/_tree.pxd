@@ -21,6 +21,9 @@ cdef enum:
     # 1024 beat 128 and 512 on Delicious and Bibtex (more examples share
     # each node); `block_rows` shrinks blocks to balance the threads.
     BLOCK_SIZE = 1024
+    # Examples of one node scored in step on a binary dense node, so that
+    # their chains of dependent additions overlap.
+    SCORE_GROUP = 4
 
 
 cdef struct ForestArrays:
@@ -32,18 +35,17 @@ cdef struct ForestArrays:
     index_t n_labels             # number of labels (K)
     index_t max_tree_nodes       # nodes of the largest tree: bounds the descent stack
     float64_t threshold          # routing threshold on the raw score z
+    bint dense_scores            # accumulate scores without tracking touched labels,
+                                 # then find them by scanning all n_labels scores
     const offset_t* tree_offset  # (n_trees + 1,) first global node id of each tree
     const index_t* first_child   # (n_nodes,) global id of child 0, -1 for a leaf
     const offset_t* weight_indptr    # (n_nodes * arity + 1,) CSR rows = regressors
     const index_t* weight_indices    # sorted feature ids within each regressor
     const float32_t* weight_values   # regressor weights
     const float32_t* bias            # (n_nodes * arity,) regressor biases
-    const offset_t* dense_offset     # (n_nodes,) start of the node's dense block in
-                                     # dense_weights, -1 if its regressors are only sparse
-    const float32_t* dense_weights   # dense blocks, n_features * arity each: weight of
-                                     # child m for feature j at feature_slot[j] * arity + m
-    const index_t* feature_slot      # (n_features,) position of each feature in a dense
-                                     # block: most used features first, sharing cache lines
+    const index_t* feature_slot      # (n_features,) position of each feature in a node
+                                     # block (see Scratch.node_block): most used features
+                                     # first, sharing cache lines
     const offset_t* leaf_indptr      # (n_nodes + 1,) CSR rows = leaf histograms
     const index_t* leaf_labels       # sorted label ids within each leaf
     const float32_t* leaf_values     # normalised histogram values (sum to 1 per leaf)
@@ -56,10 +58,9 @@ cdef struct LeafPair:
 
 
 cdef struct Scratch:
-    # Per-thread working memory for one example at a time. Dense buffers are
-    # reset through the example's feature list and the touched-label list, so
-    # resetting costs what the example used, not D or K.
-    float32_t* x_dense           # (n_features,) the example, scattered
+    # Per-thread working memory for one block of examples. Dense buffers are
+    # reset through the node's weight list and the touched-label list, so
+    # resetting costs what was used, not D or K.
     float64_t* label_score       # (n_labels,) accumulated ensemble scores
     uint8_t* label_seen          # (n_labels,) 1 if the label is in `touched`
     index_t* touched             # (n_labels + 1,) labels with a score, first-seen order
@@ -81,9 +82,18 @@ cdef struct Scratch:
                                  # (tree, example of the block), tree-major
     index_t* block_n_leaves      # (n_trees * BLOCK_SIZE,) number of those leaves
     bint failed                  # a growable buffer could not grow; results are invalid
-    float64_t* node_scores       # (arity,) regressor scores at the current node
-    float32_t* node_block        # (n_features * arity,) a sparse node's weights laid
-                                 # out like a dense block; all zero between nodes
+    float64_t* node_scores       # (SCORE_GROUP * arity,) regressor scores of the
+                                 # examples being routed at the current node
+    offset_t* example_start      # (BLOCK_SIZE + 1,) start of each example of the block
+                                 # in feature_offset / feature_value
+    offset_t* feature_offset     # the block's features as offsets in node_block
+                                 # (feature_slot * arity), example by example
+    float64_t* feature_value     # the block's feature values, as float64
+    offset_t feature_offset_capacity  # allocated lengths (grow on demand)
+    offset_t feature_value_capacity
+    float32_t* node_block        # (n_features * arity,) the current node's weights,
+                                 # feature-major: child m's weight for feature j at
+                                 # feature_slot[j] * arity + m; all zero between nodes
     uint8_t* goes                # (arity,) children chosen by the routing rule
     index_t* heap_labels         # (n_labels,) top-k selection heap
     float32_t* heap_scores       # (n_labels,) scores of heap_labels
@@ -98,8 +108,6 @@ cdef class Forest:
     cdef readonly object weight_indices  # int32 (n_weights,)
     cdef readonly object weight_values   # float32 (n_weights,)
     cdef readonly object bias            # float32 (n_nodes * arity,)
-    cdef readonly object dense_offset    # int64 (n_nodes,), -1: sparse only
-    cdef readonly object dense_weights   # float32, n_features * arity per dense node
     cdef readonly object feature_slot    # int32 (n_features,), a permutation
     cdef readonly object leaf_indptr     # int64 (n_nodes + 1,)
     cdef readonly object leaf_labels     # int32 (n_leaf_entries,)
@@ -108,8 +116,8 @@ cdef class Forest:
     cdef readonly index_t n_features     # feature-space width the trees were trained on
     cdef readonly index_t n_labels       # label-space size
     cdef readonly float64_t threshold    # routing threshold on the raw score
+    cdef readonly bint dense_scores      # see ForestArrays.dense_scores
     cdef ForestArrays arrays             # raw views for the kernels
 
     cdef void _concatenate(self, list trees) except *
-    cdef void _make_dense_nodes(self) except *
     cdef void _fill_arrays(self)

@@ -13,15 +13,17 @@ averages the trees. Regressor scores are computed exactly as during training
 example follows at prediction time the children it was sent to while the
 tree was built.
 
-Speed comes from four choices, each measured on Delicious and Bibtex: a
+Speed comes from these choices, each measured on Delicious and Bibtex: a
 block of up to BLOCK_SIZE examples descends each tree together, node by
 node, so a node's weights are fetched once for all the examples that reach
 it and the examples' independent loads overlap (2-3x faster descent than one
-example at a time); dense nodes are scored by looking the example's few
-features up in a dense feature-major copy of their weights, and a sparse
-node reached by several examples is spread into such a block once per
-block; scores are accumulated in a dense per-thread buffer reset through
-the list of labels it touched.
+example at a time); a node's sparse weights are spread once per block into
+a feature-major per-thread block, where each example looks its few features
+up, four examples in step so that their chains of additions overlap; the
+block's features are gathered once as block offsets and float64 values;
+scores are accumulated in a dense per-thread buffer, reset through the list
+of labels it touched, and with few labels that list is found afterwards by
+one scan instead of being kept entry by entry.
 """
 
 cimport cython
@@ -45,7 +47,7 @@ from ._types cimport float32_t, float64_t, index_t, offset_t
 from ._validation import check_csr_structure, check_features
 from .exceptions import DataFormatError, ModelFormatError
 
-__all__ = ["Forest", "check_tree", "routing_threshold", "TREE_ARRAYS"]
+__all__ = ["Forest", "check_tree", "routing_threshold", "LEAF_SCORES", "TREE_ARRAYS"]
 
 # The build turns wrap-around off for speed; the Python-level helpers below
 # that index NumPy arrays with -1 switch it back on with
@@ -55,15 +57,17 @@ __all__ = ["Forest", "check_tree", "routing_threshold", "TREE_ARRAYS"]
 #: authors' 0.5 on the margin, or sigmoid(z) >= 0.5, i.e. z >= 0.
 _THRESHOLDS = {"margin": 0.5, "sigmoid": 0.0}
 
-#: An internal node whose regressors keep at least this fraction of their
-#: weights also gets a dense copy of them, feature-major (the M weights of a
-#: feature side by side, so one cache line serves every child): its scores
-#: then cost one lookup per feature of the example instead of a pass over
-#: all its weights. At 1/4 the copy takes at most twice the memory of the
-#: sparse rows (4 bytes per feature against 8 per stored weight). Measured on
-#: Delicious (about half the weights kept, 18 features per example), this
-#: made the descent several times faster than scanning sparse rows.
-DENSE_NODE_DENSITY = 0.25
+#: What leaves may store per label: a normalised histogram, or the fraction
+#: of the leaf's training examples carrying the label (``_ldsm.build_tree``).
+LEAF_SCORES = ("distribution", "frequency")
+
+#: Scores are accumulated without tracking which labels they touch when the
+#: label space is at most this many times the histogram entries an example
+#: adds up (trees x mean leaf histogram length, a lower bound): finding the
+#: touched labels afterwards by scanning every score then costs less than
+#: tracking each entry. Measured on Delicious (983 labels, ~19,000 entries
+#: per example with 50 trees), this made prediction 7-15% faster (Bibtex: 2-5%).
+DENSE_SCORES_RATIO = 1.0
 
 #: The arrays of one flat tree, with their dtypes (the build_tree contract).
 TREE_ARRAYS = {
@@ -109,7 +113,7 @@ def routing_threshold(routing):
 # bounds or loop forever.
 # --------------------------------------------------------------------------
 
-def check_tree(tree, arity, n_features, n_labels):
+def check_tree(tree, arity, n_features, n_labels, leaf_scores="distribution"):
     """Check that a flat tree satisfies the ``build_tree`` contract.
 
     Parameters
@@ -120,6 +124,9 @@ def check_tree(tree, arity, n_features, n_labels):
         Children per internal node.
     n_features, n_labels : int
         Sizes of the feature and label spaces.
+    leaf_scores : {"distribution", "frequency"}, default="distribution"
+        What the leaves store (see ``xmltree._ldsm.build_tree``): histograms
+        summing to 1, or label frequencies in (0, 1].
 
     Raises
     ------
@@ -127,7 +134,8 @@ def check_tree(tree, arity, n_features, n_labels):
         Naming the first violated property: a missing array, a wrong dtype
         or shape, a broken parent/child structure, a non-monotone or
         inconsistent ``indptr``, an out-of-range index, a non-finite value,
-        or a leaf histogram that is empty or does not sum to 1.
+        or a leaf histogram that is empty, not positive, or does not sum to
+        1 (distributions) or exceeds 1 (frequencies).
     """
     _check_dtypes(tree)
     n_nodes = tree["first_child"].shape[0]
@@ -143,7 +151,7 @@ def check_tree(tree, arity, n_features, n_labels):
     for name in ("weight_values", "bias", "leaf_values"):
         if not np.all(np.isfinite(tree[name])):
             raise ModelFormatError(f"tree array {name!r} has NaN or infinite values")
-    _check_histograms(tree, is_leaf)
+    _check_histograms(tree, is_leaf, leaf_scores)
 
 
 def _check_dtypes(tree):
@@ -230,10 +238,16 @@ def _check_rows_present(tree, is_leaf, arity):
         raise ModelFormatError("tree has a leaf with an empty label histogram")
 
 
-def _check_histograms(tree, is_leaf):
+def _check_histograms(tree, is_leaf, leaf_scores):
     values = tree["leaf_values"]
-    if np.any(values < 0):
-        raise ModelFormatError("tree has a negative leaf histogram value")
+    # Positive values make a label's score non-zero exactly when one of its
+    # leaves was reached, which the dense accumulation relies on.
+    if np.any(values <= 0):
+        raise ModelFormatError("tree has a leaf histogram value that is not positive")
+    if leaf_scores == "frequency":
+        if np.any(values > 1):
+            raise ModelFormatError("tree has a leaf label frequency above 1")
+        return
     starts = tree["leaf_indptr"][:-1][is_leaf]
     sums = np.add.reduceat(values.astype(np.float64), starts) if values.size else np.zeros(0)
     if np.any(np.abs(sums - 1.0) > 1e-3):
@@ -279,20 +293,28 @@ cdef class Forest:
         Sizes of the feature and label spaces.
     routing : {"margin", "sigmoid"}
         Routing mode the trees were trained with.
+    leaf_scores : {"distribution", "frequency"}, default="distribution"
+        What the leaves store (see :func:`check_tree`).
     """
 
-    def __init__(self, trees, *, arity, n_features, n_labels, routing):
+    def __init__(self, trees, *, arity, n_features, n_labels, routing,
+                 leaf_scores="distribution"):
+        if leaf_scores not in LEAF_SCORES:
+            raise ValueError(f"leaf_scores must be one of {LEAF_SCORES}, got {leaf_scores!r}")
         if len(trees) < 1:
             raise ModelFormatError("a forest needs at least one tree")
         if not 2 <= arity <= 64 or n_features < 1 or n_labels < 1:
             raise ModelFormatError("forest arity, n_features or n_labels out of range")
         for tree in trees:
-            check_tree(tree, arity, n_features, n_labels)
+            check_tree(tree, arity, n_features, n_labels, leaf_scores)
         self.arity = arity
         self.n_features = n_features
         self.n_labels = n_labels
         self.threshold = routing_threshold(routing)
         self._concatenate(list(trees))
+        n_leaves = int(np.sum(self.first_child < 0))
+        self.dense_scores = (n_labels <= DENSE_SCORES_RATIO * len(trees)
+                             * self.leaf_labels.shape[0] / n_leaves)
         self._fill_arrays()
 
     @cython.wraparound(True)
@@ -314,38 +336,17 @@ cdef class Forest:
         self.leaf_indptr = _concatenate_indptr([tree["leaf_indptr"] for tree in trees])
         self.leaf_labels = np.concatenate([tree["leaf_labels"] for tree in trees])
         self.leaf_values = np.concatenate([tree["leaf_values"] for tree in trees])
-        self._make_dense_nodes()
-        # The kernels trust these arrays: freeze them against edits in place.
-        for array in (self.tree_offset, self.first_child, self.weight_indptr,
-                      self.weight_indices, self.weight_values, self.bias, self.leaf_indptr,
-                      self.leaf_labels, self.leaf_values, self.dense_offset,
-                      self.dense_weights, self.feature_slot):
-            array.flags.writeable = False
-
-    cdef void _make_dense_nodes(self) except *:
-        """Copy the nodes denser than DENSE_NODE_DENSITY into dense blocks."""
-        row_lengths = np.diff(self.weight_indptr)
-        node_weights = row_lengths.reshape(-1, self.arity).sum(axis=1)
-        block = self.arity * self.n_features
-        dense = node_weights >= DENSE_NODE_DENSITY * block
-        self.dense_offset = np.where(dense, (np.cumsum(dense) - 1) * block, -1).astype(np.int64)
         # Features kept by many regressors are the frequent ones (weights
-        # only move where x is non-zero): give them neighbouring slots, so a
-        # few cache lines of each block serve most examples.
+        # only move where x is non-zero): give them neighbouring slots in the
+        # node blocks, so a few cache lines of a block serve most examples.
         usage = np.bincount(self.weight_indices, minlength=self.n_features)
         self.feature_slot = np.empty(self.n_features, dtype=np.int32)
         self.feature_slot[np.argsort(-usage, kind="stable")] = np.arange(self.n_features)
-        self.dense_weights = np.zeros(max(1, int(dense.sum()) * block), dtype=np.float32)
-        # One regressor at a time: per-entry index arrays over the whole
-        # forest would cost ~40 bytes per stored weight at peak.
-        for node in np.flatnonzero(dense):
-            for child in range(self.arity):
-                row = node * self.arity + child
-                start, end = self.weight_indptr[row], self.weight_indptr[row + 1]
-                positions = (self.dense_offset[node] + child
-                             + self.feature_slot[self.weight_indices[start:end]].astype(np.int64)
-                             * self.arity)
-                self.dense_weights[positions] = self.weight_values[start:end]
+        # The kernels trust these arrays: freeze them against edits in place.
+        for array in (self.tree_offset, self.first_child, self.weight_indptr,
+                      self.weight_indices, self.weight_values, self.bias, self.leaf_indptr,
+                      self.leaf_labels, self.leaf_values, self.feature_slot):
+            array.flags.writeable = False
 
     cdef void _fill_arrays(self):
         cdef const offset_t[::1] tree_offset = self.tree_offset
@@ -354,8 +355,6 @@ cdef class Forest:
         cdef const index_t[::1] weight_indices = self.weight_indices
         cdef const float32_t[::1] weight_values = self.weight_values
         cdef const float32_t[::1] bias = self.bias
-        cdef const offset_t[::1] dense_offset = self.dense_offset
-        cdef const float32_t[::1] dense_weights = self.dense_weights
         cdef const index_t[::1] feature_slot = self.feature_slot
         cdef const offset_t[::1] leaf_indptr = self.leaf_indptr
         cdef const index_t[::1] leaf_labels = self.leaf_labels
@@ -366,6 +365,7 @@ cdef class Forest:
         self.arrays.n_labels = self.n_labels
         self.arrays.max_tree_nodes = int(np.max(np.diff(self.tree_offset)))
         self.arrays.threshold = self.threshold
+        self.arrays.dense_scores = self.dense_scores
         self.arrays.tree_offset = &tree_offset[0]
         self.arrays.first_child = &first_child[0]
         self.arrays.weight_indptr = &weight_indptr[0]
@@ -374,8 +374,6 @@ cdef class Forest:
         self.arrays.weight_indices = &weight_indices[0] if weight_indices.shape[0] else NULL
         self.arrays.weight_values = &weight_values[0] if weight_values.shape[0] else NULL
         self.arrays.bias = &bias[0]
-        self.arrays.dense_offset = &dense_offset[0]
-        self.arrays.dense_weights = &dense_weights[0]
         self.arrays.feature_slot = &feature_slot[0]
         self.arrays.leaf_indptr = &leaf_indptr[0]
         self.arrays.leaf_labels = &leaf_labels[0]
@@ -457,8 +455,9 @@ cdef class Forest:
         Returns
         -------
         scipy.sparse.csr_matrix of shape (n_samples, n_labels)
-            float32 scores with sorted label ids; each row sums to 1 (up to
-            rounding), since every example reaches at least one leaf.
+            float32 scores with sorted label ids; with distribution leaves each
+            row sums to 1 (up to rounding), since every example reaches at
+            least one leaf.
         """
         X = check_features(X, n_features=self.n_features)
         cdef index_t n_samples = X.shape[0]
@@ -646,7 +645,6 @@ cdef object _concatenate_indptr(list indptrs):
 
 cdef int init_scratch(Scratch* s, const ForestArrays* f, index_t heap_size) noexcept nogil:
     """Allocate one thread's buffers (zeroed); return -1 if memory runs out."""
-    s.x_dense = <float32_t*>calloc(f.n_features, sizeof(float32_t))
     s.label_score = <float64_t*>calloc(f.n_labels, sizeof(float64_t))
     s.label_seen = <uint8_t*>calloc(f.n_labels, sizeof(uint8_t))
     s.touched = <index_t*>malloc((f.n_labels + 1) * sizeof(index_t))
@@ -665,18 +663,24 @@ cdef int init_scratch(Scratch* s, const ForestArrays* f, index_t heap_size) noex
     s.block_first_leaf = <offset_t*>malloc(<offset_t>f.n_trees * BLOCK_SIZE * sizeof(offset_t))
     s.block_n_leaves = <index_t*>malloc(<offset_t>f.n_trees * BLOCK_SIZE * sizeof(index_t))
     s.failed = False
-    s.node_scores = <float64_t*>malloc(f.arity * sizeof(float64_t))
+    s.node_scores = <float64_t*>malloc(SCORE_GROUP * f.arity * sizeof(float64_t))
+    s.example_start = <offset_t*>malloc((BLOCK_SIZE + 1) * sizeof(offset_t))
+    # feature_offset and feature_value grow on demand (realloc of NULL).
+    s.feature_offset = NULL
+    s.feature_value = NULL
+    s.feature_offset_capacity = 0
+    s.feature_value_capacity = 0
     s.node_block = <float32_t*>calloc(<offset_t>f.n_features * f.arity, sizeof(float32_t))
     s.goes = <uint8_t*>malloc(f.arity * sizeof(uint8_t))
     s.heap_labels = <index_t*>malloc(heap_size * sizeof(index_t))
     s.heap_scores = <float32_t*>malloc(heap_size * sizeof(float32_t))
-    if (s.x_dense == NULL or s.label_score == NULL or s.label_seen == NULL
+    if (s.label_score == NULL or s.label_seen == NULL
             or s.touched == NULL or s.stack == NULL or s.stack_start == NULL
             or s.stack_count == NULL or s.members == NULL or s.child_count == NULL
             or s.pairs == NULL
             or s.block_leaves == NULL or s.block_first_leaf == NULL
             or s.block_n_leaves == NULL
-            or s.node_scores == NULL or s.node_block == NULL or s.goes == NULL or s.heap_labels == NULL
+            or s.node_scores == NULL or s.example_start == NULL or s.node_block == NULL or s.goes == NULL or s.heap_labels == NULL
             or s.heap_scores == NULL):
         return -1
     return 0
@@ -688,7 +692,6 @@ cdef void free_scratch(Scratch* scratches, int n_threads) noexcept nogil:
     if scratches == NULL:
         return
     for t in range(n_threads):
-        free(scratches[t].x_dense)
         free(scratches[t].label_score)
         free(scratches[t].label_seen)
         free(scratches[t].touched)
@@ -702,6 +705,9 @@ cdef void free_scratch(Scratch* scratches, int n_threads) noexcept nogil:
         free(scratches[t].block_first_leaf)
         free(scratches[t].block_n_leaves)
         free(scratches[t].node_scores)
+        free(scratches[t].example_start)
+        free(scratches[t].feature_offset)
+        free(scratches[t].feature_value)
         free(scratches[t].node_block)
         free(scratches[t].goes)
         free(scratches[t].heap_labels)
@@ -713,86 +719,153 @@ cdef void free_scratch(Scratch* scratches, int n_threads) noexcept nogil:
 # Descent kernels
 # --------------------------------------------------------------------------
 
-cdef inline void scatter_example(const CsrRows* rows, index_t row,
-                                 float32_t* x_dense) noexcept nogil:
-    """Write example `row` into the dense buffer (zero elsewhere)."""
+cdef bint gather_block_features(const ForestArrays* f, Scratch* s, const CsrRows* rows,
+                                index_t first, index_t n_rows) noexcept nogil:
+    """Copy the features of examples ``first .. first + n_rows - 1`` as
+    offsets into a node block (``feature_slot * arity``) and float64 values,
+    so that scoring an example at each node it reaches neither looks
+    `feature_slot` up nor converts values again. False if out of memory.
+    """
+    cdef offset_t begin = rows.indptr[first], n_entries, p
+    cdef index_t k
+    n_entries = rows.indptr[first + n_rows] - begin
+    if not (reserve(<void**>&s.feature_offset, &s.feature_offset_capacity, n_entries,
+                    sizeof(offset_t))
+            and reserve(<void**>&s.feature_value, &s.feature_value_capacity, n_entries,
+                        sizeof(float64_t))):
+        return False
+    for k in range(n_rows + 1):
+        s.example_start[k] = rows.indptr[first + k] - begin
+    for p in range(n_entries):
+        s.feature_offset[p] = <offset_t>f.feature_slot[rows.indices[begin + p]] * f.arity
+        s.feature_value[p] = rows.values[begin + p]
+    return True
+
+
+cdef inline void score_node(const float32_t* block, index_t arity, const Scratch* s,
+                            index_t k, float64_t* scores) noexcept nogil:
+    """Add the products of example `k` of the block with the node weights
+    spread in `block` to ``scores[0 .. arity - 1]``, in increasing feature
+    order."""
+    cdef index_t m
     cdef offset_t p
-    for p in range(rows.indptr[row], rows.indptr[row + 1]):
-        x_dense[rows.indices[p]] = rows.values[p]
+    cdef const float32_t* weights
+    if arity == 2:
+        score_binary_node(block, s, k, scores)
+        return
+    for p in range(s.example_start[k], s.example_start[k + 1]):
+        weights = block + s.feature_offset[p]
+        for m in range(arity):
+            scores[m] += s.feature_value[p] * <float64_t>weights[m]
 
 
-cdef inline void clear_example(const CsrRows* rows, index_t row,
-                               float32_t* x_dense) noexcept nogil:
-    """Zero the entries `scatter_example` wrote, leaving the buffer all zero."""
-    cdef offset_t p
-    for p in range(rows.indptr[row], rows.indptr[row + 1]):
-        x_dense[rows.indices[p]] = 0
-
-
-cdef inline void score_dense_binary_node(const float32_t* block, const ForestArrays* f,
-                                         const CsrRows* rows, index_t row,
-                                         float64_t* scores) noexcept nogil:
-    """`compute_node_scores` for the common arity 2 on a dense block, with
-    both sums in registers (same operations, same order)."""
+cdef inline void score_binary_node(const float32_t* block, const Scratch* s,
+                                         index_t k, float64_t* scores) noexcept nogil:
+    """`score_node` for the common arity 2, with both sums in registers
+    (same operations, same order)."""
     cdef float64_t left = scores[0], right = scores[1], value
-    cdef index_t j
-    cdef offset_t p
-    for p in range(rows.indptr[row], rows.indptr[row + 1]):
-        j = f.feature_slot[rows.indices[p]]
-        value = rows.values[p]
-        left += value * <float64_t>block[2 * j]
-        right += value * <float64_t>block[2 * j + 1]
+    cdef offset_t p, j
+    for p in range(s.example_start[k], s.example_start[k + 1]):
+        j = s.feature_offset[p]
+        value = s.feature_value[p]
+        left += value * <float64_t>block[j]
+        right += value * <float64_t>block[j + 1]
     scores[0] = left
     scores[1] = right
 
 
-cdef inline void compute_node_scores(const ForestArrays* f, index_t node,
-                                     const float32_t* block, const Scratch* s,
-                                     const CsrRows* rows, index_t row) noexcept nogil:
-    """Score the example with every regressor of an internal node.
+cdef void score_binary_group(const float32_t* block, const Scratch* s,
+                                   const index_t* examples, float64_t* scores) noexcept nogil:
+    """`score_binary_node` for the SCORE_GROUP (4) examples of the block
+    listed in `examples`, example g's scores at ``scores[2 g]``, ``scores[2 g + 1]``.
+
+    Each example's two sums form a chain of dependent float64 additions (the
+    order is fixed by the routing contract); advancing four examples in step
+    keeps eight independent chains in flight instead of two. Each example
+    still adds its own products in its own order, so its scores are exactly
+    those of `score_binary_node`.
+    """
+    cdef offset_t p0 = s.example_start[examples[0]], p1 = s.example_start[examples[1]]
+    cdef offset_t p2 = s.example_start[examples[2]], p3 = s.example_start[examples[3]]
+    cdef offset_t q, common
+    cdef float64_t l0 = scores[0], r0 = scores[1], l1 = scores[2], r1 = scores[3]
+    cdef float64_t l2 = scores[4], r2 = scores[5], l3 = scores[6], r3 = scores[7]
+    cdef const offset_t* offset = s.feature_offset
+    cdef const float64_t* value = s.feature_value
+    common = min(min(s.example_start[examples[0] + 1] - p0,
+                     s.example_start[examples[1] + 1] - p1),
+                 min(s.example_start[examples[2] + 1] - p2,
+                     s.example_start[examples[3] + 1] - p3))
+    for q in range(common):
+        l0 += value[p0 + q] * <float64_t>block[offset[p0 + q]]
+        r0 += value[p0 + q] * <float64_t>block[offset[p0 + q] + 1]
+        l1 += value[p1 + q] * <float64_t>block[offset[p1 + q]]
+        r1 += value[p1 + q] * <float64_t>block[offset[p1 + q] + 1]
+        l2 += value[p2 + q] * <float64_t>block[offset[p2 + q]]
+        r2 += value[p2 + q] * <float64_t>block[offset[p2 + q] + 1]
+        l3 += value[p3 + q] * <float64_t>block[offset[p3 + q]]
+        r3 += value[p3 + q] * <float64_t>block[offset[p3 + q] + 1]
+    scores[0] = l0
+    scores[1] = r0
+    scores[2] = l1
+    scores[3] = r1
+    scores[4] = l2
+    scores[5] = r2
+    scores[6] = l3
+    scores[7] = r3
+    # The longer examples finish alone, continuing in their own order.
+    finish_binary_scores(block, s, p0 + common, s.example_start[examples[0] + 1], scores)
+    finish_binary_scores(block, s, p1 + common, s.example_start[examples[1] + 1], scores + 2)
+    finish_binary_scores(block, s, p2 + common, s.example_start[examples[2] + 1], scores + 4)
+    finish_binary_scores(block, s, p3 + common, s.example_start[examples[3] + 1], scores + 6)
+
+
+cdef inline void finish_binary_scores(const float32_t* block, const Scratch* s, offset_t begin,
+                                      offset_t end, float64_t* scores) noexcept nogil:
+    """Add the products of gathered features ``begin .. end - 1`` to a binary
+    node's two scores."""
+    cdef offset_t p
+    for p in range(begin, end):
+        scores[0] += s.feature_value[p] * <float64_t>block[s.feature_offset[p]]
+        scores[1] += s.feature_value[p] * <float64_t>block[s.feature_offset[p] + 1]
+
+
+cdef index_t score_examples(const ForestArrays* f, index_t node, const Scratch* s,
+                            const index_t* examples, index_t n_examples) noexcept nogil:
+    """Score the next examples of `node`, whose weights are spread in
+    ``s.node_block``, with every one of its regressors.
+
+    Scores SCORE_GROUP examples of `examples` at once when the node is
+    binary and that many remain, otherwise the first one only; writes
+    example g's M scores at ``s.node_scores[g M]`` and returns how many
+    examples it scored.
 
     Follows the contract of ``_routing.pxd`` exactly as the trainer
     (``_optim.score``) does: start from the bias, add the float64 products
-    in increasing feature order. With a dense `block` of the node's weights
-    (laid out like ``f.dense_weights``), walk the example's sorted features
-    and look them up in it; with `block` NULL, walk each sparse regressor's
-    sorted features and look them up in the example's dense copy. Both only
-    skip or add ``0.0`` for features missing on one side, which leaves a
-    float64 sum unchanged (up to the sign of a zero sum, which routing does
-    not see), so the routing is the same as training's.
+    in increasing feature order. Features of the example that the node has
+    no weight for add ``0.0``, which leaves a float64 sum unchanged (up to
+    the sign of a zero sum, which routing does not see), so the routing is
+    the same as training's.
     """
-    cdef index_t m, arity = f.arity
-    cdef offset_t p, regressor = <offset_t>node * arity
-    cdef float32_t value
-    cdef float64_t total
-    cdef float64_t* scores = s.node_scores
-    cdef const float32_t* weights
-    for m in range(arity):
-        scores[m] = f.bias[regressor + m]
-    if block != NULL:
-        if arity == 2:
-            score_dense_binary_node(block, f, rows, row, scores)
-            return
-        for p in range(rows.indptr[row], rows.indptr[row + 1]):
-            weights = block + <offset_t>f.feature_slot[rows.indices[p]] * arity
-            for m in range(arity):
-                scores[m] += <float64_t>rows.values[p] * <float64_t>weights[m]
-        return
-    for m in range(arity):
-        total = scores[m]
-        for p in range(f.weight_indptr[regressor + m], f.weight_indptr[regressor + m + 1]):
-            # Most of x_dense is zero: a well-predicted branch is cheaper
-            # than a float64 add on the loop's dependency chain.
-            value = s.x_dense[f.weight_indices[p]]
-            if value != 0:
-                total += <float64_t>value * <float64_t>f.weight_values[p]
-        scores[m] = total
+    cdef index_t g, m, arity = f.arity
+    cdef index_t n_scored = SCORE_GROUP if arity == 2 and n_examples >= SCORE_GROUP else 1
+    cdef offset_t regressor = <offset_t>node * arity
+    for g in range(n_scored):
+        for m in range(arity):
+            s.node_scores[g * arity + m] = f.bias[regressor + m]
+    if n_scored == SCORE_GROUP:
+        score_binary_group(s.node_block, s, examples, s.node_scores)
+    else:
+        score_node(s.node_block, arity, s, examples[0], s.node_scores)
+    return n_scored
 
 
 cdef void spread_node_weights(const ForestArrays* f, index_t node, float32_t* block,
                               bint clear) noexcept nogil:
-    """Write the sparse regressors of `node` into the all-zero `block`, laid
-    out like a dense node block; with `clear`, zero those entries again."""
+    """Write the sparse regressors of `node` into the all-zero node `block`,
+    feature-major (weight of child m for feature j at
+    ``feature_slot[j] * arity + m``, so one cache line serves every child);
+    with `clear`, zero those entries again."""
     cdef index_t m, arity = f.arity
     cdef offset_t p, regressor = <offset_t>node * arity
     for m in range(arity):
@@ -801,8 +874,7 @@ cdef void spread_node_weights(const ForestArrays* f, index_t node, float32_t* bl
                 0 if clear else f.weight_values[p])
 
 
-cdef index_t split_node(const ForestArrays* f, Scratch* s, const CsrRows* rows,
-                        index_t first, index_t depth) noexcept nogil:
+cdef index_t split_node(const ForestArrays* f, Scratch* s, index_t depth) noexcept nogil:
     """Route the examples of the internal node on top of the descent stack
     (popped by the caller, still at ``s.stack[depth]``) to its children.
 
@@ -814,40 +886,33 @@ cdef index_t split_node(const ForestArrays* f, Scratch* s, const CsrRows* rows,
     popped next always owns the topmost segment, so the space above it is
     free.
     """
-    cdef index_t node = s.stack[depth], arity = f.arity, i, k, m
+    cdef index_t node = s.stack[depth], arity = f.arity, i = 0, g, k, m, n_scored
     cdef offset_t start = s.stack_start[depth], base
     cdef index_t count = s.stack_count[depth]
-    cdef const float32_t* block = NULL
     base = start + count
     if not reserve(<void**>&s.members, &s.members_capacity,
                    base + <offset_t>arity * count, sizeof(index_t)):
         return -1
     for m in range(arity):
         s.child_count[m] = 0
-    if f.dense_offset[node] >= 0:
-        block = f.dense_weights + f.dense_offset[node]
-    elif count > 1:
-        # Several examples share the node: spreading its sparse weights once
-        # makes each example cost its own features, not the node's weights.
-        spread_node_weights(f, node, s.node_block, False)
-        block = s.node_block
-    for i in range(count):
-        k = s.members[start + i]
-        # Only sparse regressors look features up in the scattered example.
-        if block == NULL:
-            scatter_example(rows, first + k, s.x_dense)
-        compute_node_scores(f, node, block, s, rows, first + k)
-        if block == NULL:
-            clear_example(rows, first + k, s.x_dense)
-        route(s.node_scores, arity, f.threshold, s.goes)
-        for m in range(arity):
-            # Branch-free append: the slot is overwritten unless the example
-            # goes to child m (child_count[m] <= i < count, so it stays in
-            # the child's segment).
-            s.members[base + <offset_t>(arity - 1 - m) * count + s.child_count[m]] = k
-            s.child_count[m] += s.goes[m]
-    if block == s.node_block:
-        spread_node_weights(f, node, s.node_block, True)
+    # Spreading the weights once makes each example cost its own features,
+    # looked up in a block that stays in cache. (Per-node dense copies of the
+    # weights, read from memory, were slower on Bibtex and no faster on
+    # Delicious; walking the sparse weights for a single example no faster.)
+    spread_node_weights(f, node, s.node_block, False)
+    while i < count:
+        n_scored = score_examples(f, node, s, s.members + start + i, count - i)
+        for g in range(n_scored):
+            k = s.members[start + i]
+            route(s.node_scores + g * arity, arity, f.threshold, s.goes)
+            for m in range(arity):
+                # Branch-free append: the slot is overwritten unless the
+                # example goes to child m (child_count[m] <= i < count, so it
+                # stays in the child's segment).
+                s.members[base + <offset_t>(arity - 1 - m) * count + s.child_count[m]] = k
+                s.child_count[m] += s.goes[m]
+            i += 1
+    spread_node_weights(f, node, s.node_block, True)
     for m in range(arity - 1, -1, -1):
         if s.child_count[m] > 0:
             s.stack[depth] = f.first_child[node] + m
@@ -857,10 +922,11 @@ cdef index_t split_node(const ForestArrays* f, Scratch* s, const CsrRows* rows,
     return depth
 
 
-cdef offset_t descend_tree(const ForestArrays* f, Scratch* s, const CsrRows* rows,
-                           index_t first, index_t n_rows, index_t tree) noexcept nogil:
-    """Descend one tree with examples ``first .. first + n_rows - 1``
-    together, node by node, and list the leaves they reach in ``s.pairs``.
+cdef offset_t descend_tree(const ForestArrays* f, Scratch* s, index_t n_rows,
+                           index_t tree) noexcept nogil:
+    """Descend one tree with the `n_rows` examples of the block (gathered by
+    `gather_block_features`) together, node by node, and list the leaves
+    they reach in ``s.pairs``.
 
     The descent is depth-first, leftmost child first, so the pairs come in
     left-to-right leaf order, and each example's leaves in the order its own
@@ -879,7 +945,7 @@ cdef offset_t descend_tree(const ForestArrays* f, Scratch* s, const CsrRows* row
         depth -= 1
         node = s.stack[depth]
         if f.first_child[node] >= 0:
-            depth = split_node(f, s, rows, first, depth)
+            depth = split_node(f, s, depth)
             if depth < 0:
                 return -1
             continue
@@ -948,8 +1014,11 @@ cdef void descend_block(const ForestArrays* f, Scratch* s, const CsrRows* rows,
     """
     cdef index_t tree
     cdef offset_t used = 0, n_pairs
+    if not gather_block_features(f, s, rows, first, n_rows):
+        s.failed = True
+        return
     for tree in range(f.n_trees):
-        n_pairs = descend_tree(f, s, rows, first, n_rows, tree)
+        n_pairs = descend_tree(f, s, n_rows, tree)
         if n_pairs >= 0:
             used = store_tree_leaves(s, tree, n_rows, n_pairs, used)
         if n_pairs < 0 or used < 0:
@@ -959,13 +1028,20 @@ cdef void descend_block(const ForestArrays* f, Scratch* s, const CsrRows* rows,
 
 cdef void add_leaf_histograms(const ForestArrays* f, Scratch* s, const index_t* leaves,
                               index_t n_leaves, float64_t weight) noexcept nogil:
-    """Add ``weight`` times the histogram of each of ``leaves`` to the scores."""
+    """Add ``weight`` times the histogram of each of ``leaves`` to the scores,
+    listing the labels seen for the first time in ``s.touched`` unless
+    ``f.dense_scores``."""
     # Local copies let the compiler keep the loop state in registers.
     cdef index_t j, label, n_touched = s.n_touched
     cdef index_t* touched = s.touched
     cdef uint8_t* seen = s.label_seen
     cdef float64_t* label_score = s.label_score
     cdef offset_t p
+    if f.dense_scores:
+        for j in range(n_leaves):
+            for p in range(f.leaf_indptr[leaves[j]], f.leaf_indptr[leaves[j] + 1]):
+                label_score[f.leaf_labels[p]] += weight * <float64_t>f.leaf_values[p]
+        return
     for j in range(n_leaves):
         for p in range(f.leaf_indptr[leaves[j]], f.leaf_indptr[leaves[j] + 1]):
             label = f.leaf_labels[p]
@@ -1009,6 +1085,24 @@ cdef void score_example(const ForestArrays* f, Scratch* s, index_t k) noexcept n
         n_leaves = s.block_n_leaves[slot]
         add_leaf_histograms(f, s, s.block_leaves + s.block_first_leaf[slot], n_leaves,
                             1.0 / (<float64_t>n_leaves * f.n_trees))
+    if f.dense_scores:
+        list_scored_labels(f, s)
+
+
+cdef void list_scored_labels(const ForestArrays* f, Scratch* s) noexcept nogil:
+    """Fill ``s.touched`` with the labels of non-zero score, by increasing id.
+
+    Leaf histogram values are positive (checked at load time), so these are
+    exactly the labels of the leaves reached.
+    """
+    cdef index_t label, n_touched = 0
+    cdef index_t* touched = s.touched
+    cdef const float64_t* label_score = s.label_score
+    for label in range(f.n_labels):
+        # Branch-free append, as in add_leaf_histograms.
+        touched[n_touched] = label
+        n_touched += label_score[label] != 0
+    s.n_touched = n_touched
 
 
 cdef inline void clear_labels(Scratch* s) noexcept nogil:

@@ -147,6 +147,7 @@ _HYPER_PARAMETERS = (
     ("lambda2", float, "LdSM: weight of the multi-way penalty"),
     ("learning_rate", float, "step size"),
     ("optimizer", ("nag", "sgd"), "LdSM, LOMtree: regressor update"),
+    ("leaf_scores", ("distribution", "frequency"), "LdSM: what leaves score labels with"),
     ("max_internal_nodes", int, "LOMtree: node budget (default: classes - 1)"),
     ("swap_resistance", float, "LOMtree: swap resistance RS"),
     ("loss", ("hinge", "logistic"), "LOMtree: loss of the node regressors"),
