@@ -147,7 +147,7 @@ _HYPER_PARAMETERS = (
     ("lambda2", float, "LdSM: weight of the multi-way penalty"),
     ("learning_rate", float, "step size"),
     ("optimizer", ("nag", "sgd", "adagrad"),
-     "update rule (LdSM, LOMtree: nag or sgd; learned-tree: sgd or adagrad)"),
+     "update rule (LdSM, LOMtree: nag or sgd; learned-tree: adagrad or sgd)"),
     ("max_internal_nodes", int, "LOMtree: node budget (default: classes - 1)"),
     ("swap_resistance", float, "LOMtree: swap resistance RS"),
     ("dim", int, "learned-tree: embedding dimension"),
