@@ -6,9 +6,11 @@ Tasks (corpora from ``../shared/corpora``, never copied into the repository):
 * ``reuters``  - Reuters-21578 ModApte, 90 topics; one label per document is
   sampled at every training visit, P@1 is measured against the label sets.
 * ``ptb``      - Penn Treebank language modelling: next word from the 4
-  previous words, perplexity on ``ptb.test.txt`` (depth-constrained trees).
+  previous words, perplexity on ``ptb.test.txt`` (depth-constrained trees);
+  ``--eval valid`` measures on ``ptb.valid.txt`` instead, for tuning.
 
-Every model uses the same dimension, epochs, learning rate and threads.
+Every model uses the same dimension, epochs, optimizer, learning rate and
+threads.
 fastText (``-loss hs`` and ``-loss softmax``) runs on the classification tasks
 if the ``fasttext`` module is importable. Prints a table; ``--json`` writes
 the rows too. Example::
@@ -60,7 +62,8 @@ def run_learned_tree(kind, arity, args, train_x, train_sets, names, test_x, test
     index = {name: i for i, name in enumerate(names)}
     y = [[index[lab] for lab in labels] for labels in train_sets]
     model = LearnedTree(arity=arity, dim=args.dim, epochs=args.epochs,
-                        learning_rate=args.lr, tree=kind, n_tree_updates=args.tree_updates,
+                        learning_rate=args.lr, optimizer=args.optimizer, tree=kind,
+                        n_tree_updates=args.tree_updates,
                         ngrams=args.ngrams, buckets=args.buckets, n_jobs=args.n_jobs,
                         random_state=args.seed)
     start = time.perf_counter()
@@ -134,7 +137,7 @@ def read_ptb(path: Path) -> list[str]:
 def language_model(args):
     folder = Path(args.corpora) / "ptb"
     train_tokens = read_ptb(folder / "ptb.train.txt")
-    test_tokens = read_ptb(folder / "ptb.test.txt")
+    test_tokens = read_ptb(folder / f"ptb.{args.eval}.txt")
     vocabulary = sorted(set(train_tokens))
     index = {word: i for i, word in enumerate(vocabulary)}
     train_ids = np.array([index[t] for t in train_tokens], dtype=np.int64)
@@ -152,7 +155,8 @@ def language_model(args):
     for kind, shape in configs:
         arity, depth = shape if shape else (2, None)
         model = LearnedTree(arity=arity, dim=args.dim, epochs=args.epochs,
-                            learning_rate=args.lr, tree=kind, max_depth=depth,
+                            learning_rate=args.lr, optimizer=args.optimizer, tree=kind,
+                            max_depth=depth,
                             n_tree_updates=args.tree_updates, objective="likelihood",
                             n_jobs=args.n_jobs, random_state=args.seed)
         start = time.perf_counter()
@@ -192,6 +196,9 @@ def main():
     parser.add_argument("--dim", type=int, default=50)
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--lr", type=float, default=0.5)
+    parser.add_argument("--optimizer", choices=["sgd", "adagrad"], default="sgd")
+    parser.add_argument("--eval", choices=["test", "valid"], default="test",
+                        help="PTB: held-out file the perplexity is measured on")
     parser.add_argument("--ngrams", type=int, default=1)
     parser.add_argument("--buckets", type=int, default=100_000)
     parser.add_argument("--tree-updates", type=int, default=50)

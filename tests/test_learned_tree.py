@@ -33,10 +33,21 @@ def softmax_masked(logits, mask):
     return z / z.sum()
 
 
-def reference_step(model, rows, row, label, lr):
-    """NumPy float64 SGD step of one example; returns updated copies and the loss."""
+def descend(param, squares, grad, lr):
+    """SGD step in place, or Adagrad if ``squares`` (updated in place) is given."""
+    if squares is None:
+        param -= lr * grad
+    else:
+        squares += grad ** 2
+        param -= lr * grad / (np.sqrt(squares) + 1e-8)
+
+
+def reference_step(model, rows, row, label, lr, squares=None):
+    """NumPy float64 step of one example (SGD, or Adagrad with accumulators
+    ``squares``, updated in place); returns updated parameter copies and the loss."""
     emb, w, b, children, path_nodes, path_slots, depth = model
     emb, w, b = emb.astype(np.float64), w.astype(np.float64), b.astype(np.float64)
+    sq_emb, sq_w, sq_b = [None] * 3 if squares is None else squares
     indptr, indices, values = rows
     feats, vals = indices[indptr[row]:indptr[row + 1]], values[indptr[row]:indptr[row + 1]]
     h = (vals[:, None] * emb[feats]).sum(0) / vals.sum()
@@ -50,9 +61,12 @@ def reference_step(model, rows, row, label, lr):
         g = p - np.eye(len(p))[slot]
         g[~mask] = 0
         grad_h += g @ w[node]
-        w[node] -= lr * np.outer(g, h)
-        b[node] -= lr * g
-    emb[feats] -= lr * (vals / vals.sum())[:, None] * grad_h
+        for j in np.flatnonzero(mask):     # empty slots are never touched
+            descend(w[node, j], None if sq_w is None else sq_w[node, j], g[j] * h, lr)
+            descend(b[node, j:j + 1], None if sq_b is None else sq_b[node, j:j + 1],
+                    g[j:j + 1], lr)
+    for f, v in zip(feats, vals):
+        descend(emb[f], None if sq_emb is None else sq_emb[f], v / vals.sum() * grad_h, lr)
     return emb, w, b, loss
 
 
@@ -93,23 +107,74 @@ def test_node_gradients_match_finite_differences(rng):
     assert np.all(model[1][node][~mask] == weights_before[node][~mask])
 
 
+def test_adagrad_node_step_matches_hand_computation(rng):
+    """Two Adagrad steps of one node softmax with an empty slot, against
+    the update written out in NumPy: the accumulators add the squared
+    gradients, each coordinate steps by lr * g / sqrt(accumulator)."""
+    tree = huffman_tree([1, 2, 3, 4, 5, 6], 3)   # 6 labels + 1 dummy: an empty slot
+    model = random_model(rng, tree, dim=4, scale=0.5)
+    node = int(np.flatnonzero((tree.children == EMPTY).any(axis=1))[0])
+    mask = tree.children[node] != EMPTY
+    target = int(np.flatnonzero(mask)[-1])
+    hidden = np.array([0.5, -1.0, 0.0, 2.0], np.float32)
+    squares = tuple(rng.uniform(0.1, 1.0, a.shape).astype(np.float32) for a in model[:3])
+    w = model[1][node].astype(np.float64)
+    b = model[2][node].astype(np.float64)
+    sq_w = squares[1][node].astype(np.float64)
+    sq_b = squares[2][node].astype(np.float64)
+    untouched = [a.copy() for a in (model[0], squares[0])]
+    lr = 0.3
+    for _ in range(2):
+        p = softmax_masked(w @ hidden + b, mask)
+        g = np.where(mask, p - (np.arange(3) == target), 0.0)
+        loss, grad_hidden, probas = kernels._py_node_step(model, hidden, node, target, lr,
+                                                          squares)
+        np.testing.assert_allclose(probas, p, atol=1e-6)
+        assert loss == pytest.approx(-np.log(p[target]), rel=1e-5)
+        np.testing.assert_allclose(grad_hidden, g @ w, atol=1e-5)
+        grad_w = np.outer(g, hidden)
+        sq_w = sq_w + grad_w ** 2
+        sq_b = sq_b + g ** 2
+        w = w - lr * grad_w / np.sqrt(sq_w)
+        b = b - lr * g / np.sqrt(sq_b)
+        np.testing.assert_allclose(squares[1][node], sq_w, rtol=1e-5)
+        np.testing.assert_allclose(squares[2][node], sq_b, rtol=1e-5)
+        np.testing.assert_allclose(model[1][node], w, atol=1e-5)
+        np.testing.assert_allclose(model[2][node], b, atol=1e-5)
+    # the embeddings (and their accumulators) are not the node step's business
+    for got, before in zip((model[0], squares[0]), untouched):
+        np.testing.assert_array_equal(got, before)
+    with pytest.raises(ValueError, match="squares"):
+        kernels._py_node_step(model, hidden, node, target, lr, (squares[0], squares[1][:1],
+                                                                 squares[2]))
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adagrad"])
 @pytest.mark.parametrize("with_stats", [False, True])
-def test_training_step_matches_numpy_reference(rng, with_stats):
+def test_training_step_matches_numpy_reference(rng, with_stats, optimizer):
     tree = random_tree(7, 3, seed=2)
     model = random_model(rng, tree, scale=0.3)
     rows = random_rows(rng, 4, 12, density=0.5)
     row, label, lr = 2, 5, 0.05
-    expected = reference_step(model, rows, row, label, lr)
+    squares = expected_squares = None
+    if optimizer == "adagrad":
+        squares = tuple(rng.uniform(0, 0.5, a.shape).astype(np.float32) for a in model[:3])
+        expected_squares = tuple(a.astype(np.float64) for a in squares)
+    expected = reference_step(model, rows, row, label, lr, expected_squares)
     stats = None
     if with_stats:
         stats = (np.zeros((7, tree.max_depth, 3), np.float32),
                  np.zeros((7, tree.max_depth), np.float32))
     loss = kernels.train_epoch_part(model, rows, np.array([0, 1, 2, 3, 4], np.int64),
                                     np.array([0, 0, label, 0], np.int32),
-                                    np.array([row], np.int32), lr, 0.0, 0.1, stats, 1, 0)
+                                    np.array([row], np.int32), lr, 0.0, 0.1, stats, 1, 0,
+                                    squares)
     assert loss == pytest.approx(expected[3], rel=1e-5)
     for got, want in zip(model[:3], expected[:3]):
         np.testing.assert_allclose(got, want, atol=1e-5)
+    if squares is not None:
+        for got, want in zip(squares, expected_squares):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
     if with_stats:
         assert np.all(stats[1][label, :tree.label_depth[label]] == 1)
         assert stats[1].sum() == tree.label_depth[label]
@@ -154,8 +219,8 @@ def synthetic_text(rng, n, n_classes=12, vocab=80):
 @pytest.mark.parametrize("tree", ["learned", "huffman", "random", "flat"])
 def test_estimator_learns_synthetic_text(rng, tree):
     docs, y = synthetic_text(rng, 1200)
-    model = LearnedTree(arity=3, dim=16, epochs=5, learning_rate=0.5, tree=tree,
-                        n_tree_updates=5, random_state=0)
+    model = LearnedTree(arity=3, dim=16, epochs=5, learning_rate=0.5, optimizer="sgd",
+                        tree=tree, n_tree_updates=5, random_state=0)
     model.fit(docs[:900], y[:900])
     accuracy = np.mean(model.predict(docs[900:])[:, 0] == y[900:])
     assert accuracy > 0.6          # chance is 1/12; the noise caps it near 0.8
@@ -164,6 +229,22 @@ def test_estimator_learns_synthetic_text(rng, tree):
     # every label keeps exactly one leaf after the re-assignments
     codes = model.tree_.children[model.tree_.children <= -2]
     assert sorted(-codes - 2) == list(range(12))
+
+
+def test_adagrad_estimator_learns_and_is_saved(tmp_path, rng):
+    docs, y = synthetic_text(rng, 1200)
+    model = LearnedTree(arity=3, dim=16, epochs=5, n_tree_updates=5,
+                        random_state=0).fit(docs[:900], y[:900])
+    assert model.optimizer == "adagrad"            # the default
+    assert np.mean(model.predict(docs[900:])[:, 0] == y[900:]) > 0.6
+    model.save(tmp_path / "model.npz")
+    again = LearnedTree.load(tmp_path / "model.npz")
+    assert again.optimizer == "adagrad"
+    np.testing.assert_array_equal(again.predict(docs[900:], 2), model.predict(docs[900:], 2))
+    # files written before the option existed load as SGD models
+    params, arrays = model._get_state()
+    del params["optimizer"]
+    assert LearnedTree._from_state(params, arrays).optimizer == "sgd"
 
 
 def test_training_is_reproducible_with_one_thread(rng):
@@ -265,6 +346,8 @@ def test_bad_input_is_reported(rng):
         LearnedTree().fit(X, [0, 1])
     with pytest.raises(ValueError, match="arity"):
         LearnedTree(arity=1).fit(X, [0, 1, 0, 1])
+    with pytest.raises(ValueError, match="optimizer"):
+        LearnedTree(optimizer="adam").fit(X, [0, 1, 0, 1])
     with pytest.raises(ValueError, match="max_depth applies"):
         LearnedTree(tree="huffman", max_depth=2).fit(X, [0, 1, 0, 1])
     with pytest.raises(NotFittedError, match="not fitted"):

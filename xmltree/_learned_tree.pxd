@@ -9,6 +9,8 @@
 #   path_nodes[i, d]        node at depth d on the root-to-leaf path of label i
 #   path_slots[i, d]        child slot taken there; both are -1 past the end
 #   label_depth[i]          number of nodes on that path
+#   *_squares               Adagrad: running sums of squared gradients, one per
+#                           parameter, same shapes; NULL with plain SGD
 # The input representation h is the mean of the embeddings of the example's
 # features weighted by their values (counts); an example without features
 # has h = 0. Empty slots are masked out of every node softmax.
@@ -23,6 +25,9 @@ cdef struct Model:
     float32_t* embeddings       # [n_features, dim]
     float32_t* weights          # [n_nodes, arity, dim]
     float32_t* biases           # [n_nodes, arity]
+    float32_t* embedding_squares  # NULL or [n_features, dim]
+    float32_t* weight_squares   # NULL or [n_nodes, arity, dim]
+    float32_t* bias_squares     # NULL or [n_nodes, arity]
     const index_t* children     # [n_nodes, arity] slot codes
     const index_t* path_nodes   # [n_labels, max_depth]
     const index_t* path_slots   # [n_labels, max_depth]

@@ -5,13 +5,16 @@ reaches these kernels (bounds checking is off); the model layout is described
 in ``_learned_tree.pxd``. Training is Hogwild-style: ``n_jobs`` threads run
 without the GIL on disjoint slices of the example order and update the shared
 parameters (and AssignLabels statistics) without locks, so results with
-``n_jobs > 1`` are not bit-reproducible; with one thread they are.
+``n_jobs > 1`` are not bit-reproducible; with one thread they are. The step
+is plain SGD or, when the caller passes squared-gradient accumulators,
+Adagrad (Duchi, Hazan & Singer, 2011), as the paper trains its language
+models.
 """
 
 import numpy as np
 
 from cython.parallel cimport prange, threadid
-from libc.math cimport exp, log, INFINITY
+from libc.math cimport exp, log, sqrtf, INFINITY
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free, malloc
 
@@ -23,6 +26,9 @@ cdef index_t EMPTY = -1
 # Probabilities below this count as this (log = -690.8): a label whose softmax
 # underflowed keeps a finite score, so top-k always returns k labels.
 cdef float64_t TINY = 1e-300
+
+# Added to Adagrad's denominator: keeps the division defined in float32.
+cdef float32_t ADAGRAD_EPSILON = 1e-8
 
 
 cdef inline float64_t safe_log(float64_t p) noexcept nogil:
@@ -49,6 +55,34 @@ cdef inline void axpy(float32_t a, const float32_t* x, float32_t* y, index_t n) 
     cdef index_t i
     for i in range(n):
         y[i] += a * x[i]
+
+
+cdef inline float32_t* row_or_null(float32_t* base, offset_t start) noexcept nogil:
+    """Return ``base + start``, or NULL when `base` is NULL (no accumulators)."""
+    return NULL if base == NULL else base + start
+
+
+cdef inline void descend(float32_t* param, float32_t* squares, float32_t scale,
+                         const float32_t* direction, float32_t learning_rate,
+                         index_t n) noexcept nogil:
+    """Step `param[:n]` against its gradient ``scale * direction``.
+
+    Plain SGD when `squares` is NULL. Otherwise Adagrad: every coordinate
+    adds its squared gradient to `squares` and steps by ``learning_rate *
+    g / sqrt(squares)``. The denominator uses this thread's own sum, which
+    includes ``g * g``, so a Hogwild race on `squares` can lose an update
+    but never makes a step longer than `learning_rate`.
+    """
+    cdef index_t i
+    cdef float32_t g, total
+    if squares == NULL:
+        axpy(-learning_rate * scale, direction, param, n)
+        return
+    for i in range(n):
+        g = scale * direction[i]
+        total = squares[i] + g * g
+        squares[i] = total
+        param[i] -= learning_rate * g / (sqrtf(total) + ADAGRAD_EPSILON)
 
 
 # ---------------------------------------------------------------------------
@@ -109,7 +143,7 @@ cdef void node_softmax(const Model* model, index_t node, const float32_t* hidden
 cdef float64_t node_step(Model* model, index_t node, index_t target, const float32_t* hidden,
                          float32_t* grad_hidden, float64_t* probas,
                          float32_t learning_rate) noexcept nogil:
-    """One SGD step on node `node` towards child slot `target`.
+    """One SGD or Adagrad step on node `node` towards child slot `target`.
 
     Adds dLoss/dh (computed with the weights before the step) to
     `grad_hidden`, updates the node's weights and biases, leaves the node
@@ -118,7 +152,7 @@ cdef float64_t node_step(Model* model, index_t node, index_t target, const float
     cdef index_t j, arity = model.arity
     cdef index_t dim = model.dim
     cdef offset_t row
-    cdef float32_t g, step
+    cdef float32_t g, one = 1
     cdef float32_t* w
     node_softmax(model, node, hidden, probas)
     for j in range(arity):
@@ -127,11 +161,12 @@ cdef float64_t node_step(Model* model, index_t node, index_t target, const float
             continue
         # d(-log softmax_target)/d logit_j = p_j - [j == target]
         g = <float32_t>(probas[j] - (j == target))
-        step = -learning_rate * g
         w = model.weights + row * dim
         axpy(g, w, grad_hidden, dim)
-        axpy(step, hidden, w, dim)
-        model.biases[row] += step
+        descend(w, row_or_null(model.weight_squares, row * dim), g, hidden, learning_rate,
+                dim)
+        descend(model.biases + row, row_or_null(model.bias_squares, row), g, &one,
+                learning_rate, 1)
     return -safe_log(probas[target])
 
 
@@ -145,7 +180,7 @@ cdef inline float32_t scheduled_rate(float64_t initial, float64_t progress) noex
 cdef float64_t train_example(Model* model, const Rows* rows, index_t row, index_t label,
                              Stats* stats, Scratch* scratch,
                              float32_t learning_rate) noexcept nogil:
-    """Take the SGD step of one (example, label) pair along the label's path.
+    """Take the SGD or Adagrad step of one (example, label) pair along its path.
 
     Updates the node parameters on the path, the embeddings of the example's
     features (through the mean) and, if enabled, the AssignLabels statistics.
@@ -153,8 +188,8 @@ cdef float64_t train_example(Model* model, const Rows* rows, index_t row, index_
     """
     cdef index_t d, j, k, node, arity = model.arity
     cdef index_t dim = model.dim
-    cdef offset_t p, at
-    cdef float32_t total, scale
+    cdef offset_t p, at, start
+    cdef float32_t total
     cdef float64_t loss = 0
     total = embed_mean(model, rows, row, scratch.hidden)
     for k in range(dim):
@@ -170,9 +205,9 @@ cdef float64_t train_example(Model* model, const Rows* rows, index_t row, index_
                 stats.sum_probas[at * arity + j] += <float32_t>scratch.probas[j]
     if total > 0:
         for p in range(rows.indptr[row], rows.indptr[row + 1]):
-            scale = -learning_rate * rows.values[p] / total
-            axpy(scale, scratch.grad_hidden, model.embeddings + <offset_t>rows.indices[p] * dim,
-                 dim)
+            start = <offset_t>rows.indices[p] * dim
+            descend(model.embeddings + start, row_or_null(model.embedding_squares, start),
+                    rows.values[p] / total, scratch.grad_hidden, learning_rate, dim)
     return loss
 
 
@@ -228,11 +263,30 @@ cdef Model make_model(tuple arrays) except *:
     model.path_nodes = &path_nodes[0, 0]
     model.path_slots = &path_slots[0, 0]
     model.label_depth = &label_depth[0]
+    model.embedding_squares = NULL
+    model.weight_squares = NULL
+    model.bias_squares = NULL
     model.dim = <index_t>embeddings.shape[1]
     model.arity = <index_t>children.shape[1]
     model.max_depth = <index_t>path_nodes.shape[1]
     model.n_nodes = <index_t>children.shape[0]
     return model
+
+
+cdef void attach_squares(Model* model, tuple model_arrays, tuple squares) except *:
+    """Point `model` at Adagrad accumulators ``(embeddings, weights, biases)``.
+
+    They have the shapes of the first three `model_arrays` (checked here)
+    and are updated in place; the caller keeps them alive.
+    """
+    cdef float32_t[:, ::1] embedding_squares = squares[0]
+    cdef float32_t[:, :, ::1] weight_squares = squares[1]
+    cdef float32_t[:, ::1] bias_squares = squares[2]
+    if any(np.shape(sq) != np.shape(param) for sq, param in zip(squares, model_arrays[:3])):
+        raise ValueError("squares: accumulator shapes differ from the parameters")
+    model.embedding_squares = &embedding_squares[0, 0]
+    model.weight_squares = &weight_squares[0, 0, 0]
+    model.bias_squares = &bias_squares[0, 0]
 
 
 cdef Rows make_rows(tuple arrays) except *:
@@ -264,7 +318,8 @@ cdef Scratch* make_scratch(int n_threads, float32_t[:, ::1] hidden, float32_t[:,
 
 def train_epoch_part(tuple model_arrays, tuple rows_arrays, label_indptr, label_indices,
                      const index_t[::1] order, double initial_rate, double progress_start,
-                     double progress_end, stats_arrays, int n_jobs, unsigned long long seed):
+                     double progress_end, stats_arrays, int n_jobs, unsigned long long seed,
+                     squares=None):
     """Train on the examples ``order`` with ``n_jobs`` Hogwild threads.
 
     Parameters
@@ -289,6 +344,9 @@ def train_epoch_part(tuple model_arrays, tuple rows_arrays, label_indptr, label_
         Number of threads.
     seed : int
         Seed of the per-thread generators that draw labels of multi-label rows.
+    squares : tuple or None
+        Adagrad accumulators ``(embeddings, weights, biases)`` shaped like
+        the first three model arrays, updated in place; None for plain SGD.
 
     Returns
     -------
@@ -297,6 +355,8 @@ def train_epoch_part(tuple model_arrays, tuple rows_arrays, label_indptr, label_
     """
     cdef Model model = make_model(model_arrays)
     cdef Rows rows = make_rows(rows_arrays)
+    if squares is not None:
+        attach_squares(&model, model_arrays, squares)
     cdef const offset_t[::1] y_indptr = label_indptr
     cdef const index_t[::1] y_indices = label_indices
     cdef float32_t[:, :, ::1] sum_probas
@@ -546,9 +606,14 @@ def uniform_matrix(index_t n_rows, index_t n_cols, double scale, unsigned long l
 
 
 def _py_node_step(tuple model_arrays, const float32_t[::1] hidden, index_t node, index_t target,
-                  float learning_rate):
-    """Run `node_step` once (tests only); returns (loss, grad_hidden, probas)."""
+                  float learning_rate, squares=None):
+    """Run `node_step` once (tests only); returns (loss, grad_hidden, probas).
+
+    `squares` as in `train_epoch_part` (Adagrad), or None (SGD).
+    """
     cdef Model model = make_model(model_arrays)
+    if squares is not None:
+        attach_squares(&model, model_arrays, squares)
     cdef float32_t[::1] grad = np.zeros(model.dim, dtype=np.float32)
     cdef float64_t[::1] probas = np.zeros(model.arity, dtype=np.float64)
     loss = node_step(&model, node, target, &hidden[0], &grad[0], &probas[0], learning_rate)
