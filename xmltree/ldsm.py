@@ -72,6 +72,21 @@ class LdSM(Estimator):
         sparse; ``None`` uses ``1 / n_features`` as the authors do. 0.05
         stores 1.5-2.5x fewer weights than the authors' choice on Bibtex and
         Delicious at equal or better precision (``benchmarks/README.md``).
+    max_weights_per_regressor : int or None, default=2048
+    max_weights_per_example : float or None, default=4.0
+        Weight budget of a regressor (biases aside): at most ``max(
+        max_weights_per_regressor, max_weights_per_example * n)`` weights for
+        a node trained on ``n`` examples, keeping the largest magnitudes (ties
+        to smaller feature ids), enforced after every training epoch so that
+        the surviving weights adapt. Without a budget a node keeps a weight
+        for most features its examples touch, and a tree grows like nodes x
+        min(n_features, examples per node x non-zeros per example): over 3 GB
+        per tree on Amazon-670K-shaped data. With it, the wide nodes near the
+        root keep weights in proportion to their data, every other node at
+        most ``max_weights_per_regressor``. The defaults never bind when
+        ``n_features <= 2048`` (Bibtex, Delicious) and cut the model 5x on
+        the Amazon-670K shape (``benchmarks/README.md``, "Scale"). One of them
+        ``None``: the other alone sets the budget; both: no budget.
     random_state : int or None, default=None
         Seed of the whole ensemble. Each tree gets its own 64-bit seed from
         ``numpy.random.SeedSequence(random_state)``, so a given seed gives
@@ -123,7 +138,8 @@ class LdSM(Estimator):
 
     def __init__(self, n_trees=10, arity=2, max_nodes=1000, epochs=20, lambda1=2.0,
                  lambda2=1.0, optimizer="nag", learning_rate=0.1, routing="margin",
-                 weight_threshold=0.05, rerank=False, random_state=None, first_tree=0,
+                 weight_threshold=0.05, max_weights_per_regressor=2048,
+                 max_weights_per_example=4.0, rerank=False, random_state=None, first_tree=0,
                  n_jobs=-1, verbose=False):
         self.n_trees = n_trees
         self.arity = arity
@@ -135,6 +151,8 @@ class LdSM(Estimator):
         self.learning_rate = learning_rate
         self.routing = routing
         self.weight_threshold = weight_threshold
+        self.max_weights_per_regressor = max_weights_per_regressor
+        self.max_weights_per_example = max_weights_per_example
         self.rerank = rerank
         self.random_state = random_state
         self.first_tree = first_tree
@@ -159,6 +177,11 @@ class LdSM(Estimator):
         check_real("learning_rate", params["learning_rate"], 0.0, strict=True)
         if params["weight_threshold"] is not None:
             check_real("weight_threshold", params["weight_threshold"], 0.0, strict=False)
+        if params["max_weights_per_regressor"] is not None:
+            check_int("max_weights_per_regressor", params["max_weights_per_regressor"], 1)
+        if params["max_weights_per_example"] is not None:
+            check_real("max_weights_per_example", params["max_weights_per_example"], 0.0,
+                       strict=True)
         check_choice("optimizer", params["optimizer"], _OPTIMIZERS)
         check_choice("routing", params["routing"], _ROUTINGS)
         check_choice("rerank", params["rerank"], (True, False))
@@ -222,7 +245,7 @@ class LdSM(Estimator):
         self._forest = forest
         self.n_features_ = n_features
         self.n_labels_ = n_labels
-        self.trees_ = [_read_only(tree) for tree in trees]
+        self.trees_ = _share_forest_arrays(forest, trees)
         self.n_nodes_ = np.array([t["first_child"].shape[0] for t in trees], dtype=np.int64)
         self.n_leaves_ = np.array([np.sum(t["first_child"] < 0) for t in trees], dtype=np.int64)
         self.depth_ = np.array([t["depth"].max() for t in trees], dtype=np.int64)
@@ -605,13 +628,32 @@ def _drop_unlabelled(X: sp.csr_matrix, Y: sp.csr_matrix):
     return X, Y
 
 
-def _read_only(tree: dict) -> dict:
-    """Return read-only views of a tree's arrays."""
-    views = {}
-    for name in TREE_ARRAYS:
-        view = tree[name].view()
-        view.flags.writeable = False
-        views[name] = view
+def _share_forest_arrays(forest: Forest, trees: list[dict]) -> list[dict]:
+    """Return read-only trees whose large arrays are slices of the forest's.
+
+    The forest concatenates the trees for prediction; handing out its slices
+    instead of the trees' own arrays keeps one copy of the model in memory.
+    Only per-node arrays (a few numbers per node) are the trees' own.
+    """
+    arity = forest.arity
+    offsets = forest.tree_offset
+    views = []
+    for t, tree in enumerate(trees):
+        first, last = int(offsets[t]), int(offsets[t + 1])
+        weights = slice(int(forest.weight_indptr[first * arity]),
+                        int(forest.weight_indptr[last * arity]))
+        leaves = slice(int(forest.leaf_indptr[first]), int(forest.leaf_indptr[last]))
+        view = dict(
+            weight_indices=forest.weight_indices[weights],
+            weight_values=forest.weight_values[weights],
+            leaf_labels=forest.leaf_labels[leaves],
+            leaf_values=forest.leaf_values[leaves],
+            bias=forest.bias[first * arity:last * arity].reshape(-1, arity),
+        )
+        view.update((name, tree[name].view()) for name in TREE_ARRAYS if name not in view)
+        for array in view.values():
+            array.flags.writeable = False
+        views.append(view)
     return views
 
 
@@ -654,6 +696,8 @@ def _build_trees(X: sp.csr_matrix, Y: sp.csr_matrix, params: dict,
     settings = {name: params[name] for name in (
         "arity", "max_nodes", "epochs", "lambda1", "lambda2", "optimizer",
         "learning_rate", "routing", "weight_threshold")}
+    settings["max_weights"] = params["max_weights_per_regressor"]
+    settings["weights_per_row"] = params["max_weights_per_example"]
     progress = _Progress(len(seeds)) if params["verbose"] else None
     # Node callbacks must run in this process; other backends (processes, a
     # Dask cluster) only report finished trees.
