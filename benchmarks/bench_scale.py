@@ -47,6 +47,7 @@ def main(argv=None) -> None:
                         help="node cap per tree (curve: min(2 K, this))")
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--max-weights-per-regressor", type=int, default=None)
+    parser.add_argument("--max-weights-per-example", type=float, default=None)
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="write all results here")
@@ -54,8 +55,9 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     params = {"n_trees": args.n_trees, "arity": args.arity, "max_nodes": args.max_nodes,
               "epochs": args.epochs, "n_jobs": args.n_jobs}
-    if args.max_weights_per_regressor is not None:
-        params["max_weights_per_regressor"] = args.max_weights_per_regressor
+    for name in ("max_weights_per_regressor", "max_weights_per_example"):
+        if getattr(args, name) is not None:  # None: the LdSM default
+            params[name] = getattr(args, name)
     common = {"test_fraction": args.test_fraction, "seed": args.seed}
 
     if args.preset:

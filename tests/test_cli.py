@@ -153,7 +153,10 @@ def test_benchmark_label_curve(tmp_path):
     output = tmp_path / "curve"
     assert main(["-q", "benchmark", "--labels", "50", "200", "--n-samples", "400",
                  "--max-nodes", "15", "--epochs", "1", "--n-jobs", "1",
+                 "--max-weights-per-regressor", "none", "--max-weights-per-example", "0.5",
                  "--output", str(output)]) == 0
     results = json.loads((output / "scale.json").read_text())["results"]
     assert [r["n_labels"] for r in results] == [50, 200]
+    assert results[0]["max_weights_per_regressor"] is None
+    assert results[0]["max_weights_per_example"] == 0.5
     assert (output / "scale_cost_vs_n_labels.png").exists()

@@ -154,14 +154,24 @@ def _add_benchmark_parser(commands) -> None:
     benchmark.add_argument("--max-nodes", type=int, default=20_000,
                            help="node budget per tree (K curve: min(2 K, this); default 20000)")
     benchmark.add_argument("--epochs", type=int, default=5, help="epochs per node (default 5)")
-    benchmark.add_argument("--max-weights-per-regressor", type=int,
-                           help="LdSM weight cap (default: LdSM's)")
+    benchmark.add_argument("--max-weights-per-regressor", type=_optional(int),
+                           default=argparse.SUPPRESS, help="LdSM weight budget floor, or 'none' (default: LdSM's)")
+    benchmark.add_argument("--max-weights-per-example", type=_optional(float),
+                           default=argparse.SUPPRESS, help="LdSM weight budget per example, or 'none' (default: LdSM's)")
     benchmark.add_argument("--n-jobs", type=int, default=2, help="threads (default 2)")
     benchmark.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
     benchmark.add_argument("--output", type=Path, default=Path("scale-report"),
                            help="report directory: scale.json and PNG plots "
                            "(default ./scale-report)")
     benchmark.set_defaults(handler=_run_benchmark)
+
+
+def _optional(kind):
+    """argparse type: a ``kind`` value, or ``None`` spelled 'none'."""
+    def parse(text: str):
+        return None if text.lower() == "none" else kind(text)
+    parse.__name__ = kind.__name__
+    return parse
 
 
 def _add_format_option(parser: argparse.ArgumentParser) -> None:
@@ -240,8 +250,9 @@ def _run_benchmark(args) -> int:
 
     params = {"n_trees": args.n_trees, "arity": args.arity, "max_nodes": args.max_nodes,
               "epochs": args.epochs, "n_jobs": args.n_jobs}
-    if args.max_weights_per_regressor is not None:
-        params["max_weights_per_regressor"] = args.max_weights_per_regressor
+    for name in ("max_weights_per_regressor", "max_weights_per_example"):
+        if hasattr(args, name):  # absent: the LdSM default
+            params[name] = getattr(args, name)
     common = {"test_fraction": args.test_fraction, "seed": args.seed, "progress": not args.quiet}
     if args.preset is not None:
         results = benchmark.preset_runs(args.preset, args.scale, params, **common)
