@@ -72,8 +72,8 @@ cdef class NodeTrainer:
     cdef vector[float64_t] pair_integrity  # (4 * M(M-1)/2,) integrity sums per pair and case
     cdef vector[float64_t] objective      # (2^M,) J of each direction subset
     cdef vector[index_t] tied             # (2^M,) subsets tied for the lowest J
-    cdef vector[pair[float32_t, index_t]] ranked  # (-|w|, feature) of one regressor's kept
-                                                  # weights, to apply max_weights
+    cdef vector[pair[float32_t, index_t]] ranked  # (-|w|, feature) of a regressor's non-zero
+                                                  # weights, for the budget (D reserved)
 
     cdef int start_node(self, const index_t* rows, index_t n_rows) except -1 nogil
     cdef void train_node(self, const index_t* rows, index_t n_rows, float64_t* trace,
@@ -84,7 +84,7 @@ cdef class NodeTrainer:
     cdef void update_statistics(self, index_t m, float64_t pred, index_t n_labels) noexcept nogil
     cdef index_t weight_cap(self) noexcept nogil
     cdef void keep_largest(self, float64_t* weights, index_t cap) noexcept nogil
-    cdef int round_weights(self) except -1 nogil
+    cdef void round_weights(self) noexcept nogil
     cdef void route_example(self, index_t row, float64_t* scores, uint8_t* goes) noexcept nogil
     cdef void finish_node(self) noexcept nogil
 

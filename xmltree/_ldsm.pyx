@@ -370,7 +370,7 @@ cdef class NodeTrainer:
             for k in range(cap, <index_t>self.ranked.size()):
                 weights[self.ranked[k].second] = 0.0
 
-    cdef int round_weights(self) except -1 nogil:
+    cdef void round_weights(self) noexcept nogil:
         """Replace the trained weights by the stored ones (float32; small, excess ones dropped)."""
         cdef index_t m, k, j, cap = self.weight_cap()
         cdef float32_t stored
@@ -383,7 +383,6 @@ cdef class NodeTrainer:
                 weights[j] = stored if fabs(stored) >= self.settings.weight_threshold else 0.0
             self.keep_largest(weights, cap)
             weights[self.X.n_cols] = <float32_t>weights[self.X.n_cols]
-        return 0
 
     cdef void route_example(self, index_t row, float64_t* scores, uint8_t* goes) noexcept nogil:
         """CreateChildren (Algorithm 5) for one example: fill ``goes[m]`` in {0, 1}."""

@@ -110,6 +110,6 @@ cdef class Forest:
     cdef readonly float64_t threshold    # routing threshold on the raw score
     cdef ForestArrays arrays             # raw views for the kernels
 
-    cdef void _concatenate(self, list trees) except *
+    cdef void _concatenate(self, list trees, bint release) except *
     cdef void _make_dense_nodes(self) except *
     cdef void _fill_arrays(self)

@@ -279,9 +279,13 @@ cdef class Forest:
         Sizes of the feature and label spaces.
     routing : {"margin", "sigmoid"}
         Routing mode the trees were trained with.
+    release : bool, default=False
+        Remove each tree's weight and leaf arrays from its dict as soon as
+        they are copied, so that a caller owning the dicts holds the model
+        about 1.5 times rather than twice while the forest is built.
     """
 
-    def __init__(self, trees, *, arity, n_features, n_labels, routing):
+    def __init__(self, trees, *, arity, n_features, n_labels, routing, release=False):
         if len(trees) < 1:
             raise ModelFormatError("a forest needs at least one tree")
         if not 2 <= arity <= 64 or n_features < 1 or n_labels < 1:
@@ -292,11 +296,11 @@ cdef class Forest:
         self.n_features = n_features
         self.n_labels = n_labels
         self.threshold = routing_threshold(routing)
-        self._concatenate(list(trees))
+        self._concatenate(list(trees), release)
         self._fill_arrays()
 
     @cython.wraparound(True)
-    cdef void _concatenate(self, list trees) except *:
+    cdef void _concatenate(self, list trees, bint release) except *:
         """Join the validated trees, making child ids global."""
         n_nodes = np.array([tree["first_child"].shape[0] for tree in trees], dtype=np.int64)
         node_offset = np.concatenate([[0], np.cumsum(n_nodes)])
@@ -308,12 +312,12 @@ cdef class Forest:
             for tree, offset in zip(trees, node_offset)
         ]).astype(np.int32)
         self.weight_indptr = _concatenate_indptr([tree["weight_indptr"] for tree in trees])
-        self.weight_indices = np.concatenate([tree["weight_indices"] for tree in trees])
-        self.weight_values = np.concatenate([tree["weight_values"] for tree in trees])
+        self.weight_indices = _join(trees, "weight_indices", release)
+        self.weight_values = _join(trees, "weight_values", release)
         self.bias = np.concatenate([tree["bias"].ravel() for tree in trees])
         self.leaf_indptr = _concatenate_indptr([tree["leaf_indptr"] for tree in trees])
-        self.leaf_labels = np.concatenate([tree["leaf_labels"] for tree in trees])
-        self.leaf_values = np.concatenate([tree["leaf_values"] for tree in trees])
+        self.leaf_labels = _join(trees, "leaf_labels", release)
+        self.leaf_values = _join(trees, "leaf_values", release)
         self._make_dense_nodes()
         # The kernels trust these arrays: freeze them against edits in place.
         for array in (self.tree_offset, self.first_child, self.weight_indptr,
@@ -627,6 +631,11 @@ cdef object gather_rows(RowBuffer* buffers, row_thread, row_start, row_nnz,
                 data_view[p] = buffer.values[source]
                 source += 1
     return sp.csr_matrix((data, indices, indptr), shape=(n_samples, n_labels))
+
+
+cdef object _join(list trees, str name, bint release):
+    """Concatenate one array of every tree; with ``release``, take it out of the dicts."""
+    return np.concatenate([tree.pop(name) if release else tree[name] for tree in trees])
 
 
 @cython.wraparound(True)

@@ -234,15 +234,21 @@ class LdSM(Estimator):
             first + params["n_trees"], dtype=np.uint64
         )[first:]
         trees = _build_trees(X, Y, params, seeds)
-        self._set_trees(trees, X.shape[1], Y.shape[1])
+        # fit owns the trees: the forest may take their arrays as it copies them.
+        self._set_trees(trees, X.shape[1], Y.shape[1], release=True)
         if params["rerank"]:
             self.reranker_ = Reranker().fit(X, Y)
         return self
 
-    def _set_trees(self, trees: list[dict], n_features: int, n_labels: int) -> None:
-        """Validate trees (ModelFormatError) and install them as the fitted state."""
+    def _set_trees(self, trees: list[dict], n_features: int, n_labels: int,
+                   release: bool = False) -> None:
+        """Validate trees (ModelFormatError) and install them as the fitted state.
+
+        With ``release``, the trees' weight and leaf arrays are moved into the
+        forest (removed from the dicts), which the caller must own.
+        """
         forest = Forest(trees, arity=self.arity, n_features=n_features,
-                        n_labels=n_labels, routing=self.routing)
+                        n_labels=n_labels, routing=self.routing, release=release)
         self._forest = forest
         self.n_features_ = n_features
         self.n_labels_ = n_labels
