@@ -18,22 +18,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
-import resource
 import tempfile
-import time
-import traceback
 from pathlib import Path
 
 import numpy as np
 
+from xmltree.benchmark import METRIC_KEYS, measure
 from xmltree.datasets import load_dataset, write_xc
-from xmltree.metrics import evaluate, inverse_propensity
+from xmltree.metrics import inverse_propensity
 
 DEFAULT_DATA_HOME = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 PEERS = ("napkinxc-plt", "napkinxc-ovr", "omikuji-parabel", "omikuji-bonsai")
-METRIC_KEYS = [f"{m}@{k}" for m in ("P", "nDCG", "PSP") for k in (1, 3, 5)]
 
 
 def load_split(data_home: Path, name: str):
@@ -106,59 +102,6 @@ def _pad(rankings) -> np.ndarray:
     return out
 
 
-# ------------------------------------------------------------------------- measurement
-
-
-class _Timer:
-    """Collects wall and CPU seconds of named phases."""
-
-    def __init__(self):
-        self.seconds = {}
-
-    def __call__(self, phase):
-        timer = self
-
-        class _Phase:
-            def __enter__(self):
-                self.wall, self.cpu = time.perf_counter(), time.process_time()
-
-            def __exit__(self, *exc):
-                timer.seconds[f"{phase}_s"] = time.perf_counter() - self.wall
-                timer.seconds[f"{phase}_cpu_s"] = time.process_time() - self.cpu
-
-        return _Phase()
-
-
-def _child(queue, runner, data, inv_propensity):
-    # Peers print progress bars on stderr (omikuji: thousands of lines); errors
-    # travel back through the queue instead.
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
-    try:
-        timer = _Timer()
-        labels, extra = runner(data, timer)
-        result = evaluate(data[3], labels, ks=(1, 3, 5), inv_propensity=inv_propensity)
-        result = {key: result[key] for key in METRIC_KEYS}
-        result.update(timer.seconds, **extra)
-        result["predict_ms_per_example"] = 1000 * result.pop("predict_s") / data[2].shape[0]
-        result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        queue.put(result)
-    except BaseException:
-        queue.put(traceback.format_exc())
-
-
-def measure(runner, data, inv_propensity) -> dict:
-    """Run ``runner`` in a forked child; return its metrics, timings and peak memory."""
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    process = context.Process(target=_child, args=(queue, runner, data, inv_propensity))
-    process.start()
-    result = queue.get()
-    process.join()
-    if isinstance(result, str):
-        raise RuntimeError(f"benchmark child failed:\n{result}")
-    return result
-
-
 # ------------------------------------------------------------------------------ report
 
 
@@ -228,12 +171,14 @@ def main(argv=None) -> None:
     parser.add_argument("--lambda2", type=float, default=None)
     parser.add_argument("--routing", choices=("margin", "sigmoid"), default=None)
     parser.add_argument("--leaf-scores", choices=("distribution", "frequency"), default=None)
+    parser.add_argument("--max-weights-per-regressor", type=int, default=None)
+    parser.add_argument("--max-weights-per-example", type=float, default=None)
     parser.add_argument("--json", type=Path, help="write all results here")
     parser.add_argument("--plots", type=Path, help="write PNG plots to this directory")
     args = parser.parse_args(argv)
     params = {name: getattr(args, name) for name in
               ("arity", "max_nodes", "epochs", "learning_rate", "lambda1", "lambda2", "routing",
-               "leaf_scores")
+               "leaf_scores", "max_weights_per_regressor", "max_weights_per_example")
               if getattr(args, name) is not None}
 
     results: dict[str, list[dict]] = {}

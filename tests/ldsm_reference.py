@@ -151,9 +151,26 @@ def optimize_objective(state, labels, rng, lambda1, lambda2):
     return chosen, values[chosen]
 
 
+def keep_largest(weights, cap):
+    """Zero all but the ``cap`` largest |w| of ``weights`` (bias excluded) in place.
+
+    Ranked as the kernel ranks them: by float32 magnitude, then by feature id.
+    """
+    features = np.flatnonzero(weights[:-1])
+    if features.size > cap:
+        magnitude = np.abs(weights[features]).astype(np.float32)
+        order = np.lexsort((features, -magnitude))
+        weights[features[order[cap:]]] = 0.0
+
+
 def train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, learning_rate,
-               routing, seed):
-    """Algorithm 4 on the examples ``rows``; returns what ``_py_train_node`` returns."""
+               routing, seed, max_weights=None):
+    """Algorithm 4 on the examples ``rows``; returns what ``_py_train_node`` returns.
+
+    With ``max_weights``, each regressor keeps only its ``max_weights``
+    largest weights at the end of every epoch but the last (the last is
+    truncated when the weights are stored, after this function).
+    """
     n_features = X.shape[1]
     rng = Xoshiro(seed)
     weights = np.zeros((arity, n_features + 1))
@@ -197,6 +214,9 @@ def train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, learni
                     state["label_prob"][label][m] = (
                         ((seen - 1) * state["label_prob"][label][m] + pred) / seen)
         trace[epoch] = np.mean(chosen_values) if chosen_values else 0.0
+        if max_weights is not None and epoch + 1 < epochs:
+            for m in range(arity):
+                keep_largest(weights[m], max_weights)
     labels = sorted(state["label_count"])
     return {
         "directions": directions,

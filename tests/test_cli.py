@@ -25,7 +25,7 @@ def test_help_lists_every_command(capsys):
         main(["--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    for command in ("demo", "train", "predict", "evaluate", "datasets"):
+    for command in ("demo", "train", "predict", "evaluate", "datasets", "benchmark"):
         assert command in out
 
 
@@ -129,3 +129,34 @@ def test_learned_tree_learner_trains_on_labelled_text(tmp_path, capsys):
     assert main(["-q", "predict", str(queries), "--model", str(model), "--output",
                  str(output), "-k", "1"]) == 0
     assert [line.split(":")[0] for line in output.read_text().splitlines()] == ["food", "bank"]
+
+
+def test_benchmark_writes_a_json_and_png_report(tmp_path, capsys):
+    output = tmp_path / "report"
+    assert main(["-q", "benchmark", "--preset", "amazon670k-shape", "--scale", "0.002",
+                 "0.004", "--max-nodes", "15", "--epochs", "1", "--n-jobs", "1",
+                 "--output", str(output)]) == 0
+    report = json.loads((output / "scale.json").read_text())
+    assert report["settings"]["preset"] == "amazon670k-shape"
+    results = report["results"]
+    assert [r["scale"] for r in results] == [0.002, 0.004]
+    assert results[1]["n_samples"] > results[0]["n_samples"]
+    for result in results:
+        assert result["peak_rss_mb"] > 0 and result["model_mb"] > 0
+        assert 0 <= result["P@1"] <= 1 and result["max_depth"] >= 1
+    assert (output / "scale_depth_vs_n_samples.png").stat().st_size > 0
+    assert (output / "scale_cost_vs_n_samples.png").stat().st_size > 0
+    assert "report:" in capsys.readouterr().out
+
+
+def test_benchmark_label_curve(tmp_path):
+    output = tmp_path / "curve"
+    assert main(["-q", "benchmark", "--labels", "50", "200", "--n-samples", "400",
+                 "--max-nodes", "15", "--epochs", "1", "--n-jobs", "1",
+                 "--max-weights-per-regressor", "none", "--max-weights-per-example", "0.5",
+                 "--output", str(output)]) == 0
+    results = json.loads((output / "scale.json").read_text())["results"]
+    assert [r["n_labels"] for r in results] == [50, 200]
+    assert results[0]["max_weights_per_regressor"] is None
+    assert results[0]["max_weights_per_example"] == 0.5
+    assert (output / "scale_cost_vs_n_labels.png").exists()

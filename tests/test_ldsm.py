@@ -1,6 +1,7 @@
 """Tests of the LdSM estimator: parameters, prediction, persistence, fitting."""
 
 import logging
+import mmap
 import zipfile
 
 import numpy as np
@@ -63,8 +64,10 @@ def clustered_problem(rng, n_samples, n_features=30, n_labels=10):
     ("n_trees", 0), ("n_trees", 2.0), ("arity", 1), ("arity", 9), ("max_nodes", 0),
     ("epochs", 0), ("lambda1", -0.1), ("lambda2", float("nan")), ("learning_rate", 0.0),
     ("learning_rate", "fast"), ("weight_threshold", -1.0), ("optimizer", "adam"),
-    ("routing", "hinge"), ("leaf_scores", "mean"), ("random_state", -3), ("random_state", 1.5), ("n_jobs", 0),
-    ("n_jobs", "all"), ("arity", True),
+    ("routing", "hinge"), ("leaf_scores", "mean"), ("random_state", -3), ("random_state", 1.5),
+    ("n_jobs", 0), ("n_jobs", "all"), ("arity", True), ("max_weights_per_regressor", 0),
+    ("max_weights_per_regressor", 10.0), ("max_weights_per_example", 0.0),
+    ("max_weights_per_example", "many"),
 ])
 def test_invalid_parameters_are_reported_at_fit(name, value):
     model = LdSM(**{name: value})  # __init__ only stores
@@ -76,7 +79,7 @@ def test_invalid_parameters_are_reported_at_fit(name, value):
 def test_get_set_params_and_repr():
     model = LdSM(n_trees=5, routing="sigmoid")
     params = model.get_params()
-    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 16
+    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 18
     assert model.set_params(arity=3, verbose=True) is model
     assert model.arity == 3
     assert repr(model) == "LdSM(n_trees=5, arity=3, routing='sigmoid', verbose=True)"
@@ -348,6 +351,71 @@ def test_fit_is_deterministic_across_n_jobs(rng):
             np.testing.assert_array_equal(a[name], b[name])
     assert any(not np.array_equal(a["bias"], b["bias"]) for a, b in
                zip(one.trees_, other.trees_))
+
+
+@needs_build_tree
+def test_weight_budget_bounds_every_regressor(rng):
+    X, labels, _ = clustered_problem(rng, 200)
+    free = LdSM(**FAST, random_state=3, max_weights_per_regressor=None,
+                max_weights_per_example=None).fit(X, labels)
+    largest = max(np.diff(tree["weight_indptr"]).max() for tree in free.trees_)
+    capped = LdSM(**FAST, random_state=3, max_weights_per_regressor=largest - 2,
+                  max_weights_per_example=None).fit(X, labels)
+    assert max(np.diff(tree["weight_indptr"]).max() for tree in capped.trees_) == largest - 2
+    per_example = LdSM(**FAST, random_state=3, max_weights_per_regressor=None,
+                       max_weights_per_example=0.05).fit(X, labels)
+    for tree in per_example.trees_:
+        budget = np.maximum(1, np.floor(0.05 * tree["n_samples"]))
+        lengths = np.diff(tree["weight_indptr"]).reshape(-1, FAST.get("arity", 2))
+        assert np.all(lengths <= budget[:, None])
+    # The default budget never binds with n_features <= 2048.
+    default = LdSM(**FAST, random_state=3).fit(X, labels)
+    for a, b in zip(free.trees_, default.trees_):
+        for name in a:
+            np.testing.assert_array_equal(a[name], b[name])
+
+
+@needs_build_tree
+def test_trees_share_the_forest_arrays(rng):
+    X, labels, _ = clustered_problem(rng, 200)
+    model = LdSM(**FAST, random_state=3).fit(X, labels)
+    forest = model._forest
+    for name in ("weight_indices", "weight_values", "leaf_labels", "leaf_values", "bias"):
+        for tree in model.trees_:
+            assert np.shares_memory(tree[name], getattr(forest, name)), name
+            assert not tree[name].flags.writeable
+
+
+def mapped_from_file(array):
+    """True if ``array``'s memory belongs to a memory-mapped file."""
+    while array is not None:
+        if isinstance(array, (np.memmap, mmap.mmap)):
+            return True
+        array = getattr(array, "base", None)
+    return False
+
+
+@needs_build_tree
+def test_memory_mapped_training_data_is_used_in_place(rng, tmp_path):
+    from xmltree._validation import check_features, check_labels
+    from xmltree.datasets import open_csr_npy, write_csr_npy
+
+    X, labels, _ = clustered_problem(rng, 200)
+    Y = check_labels(labels)
+    write_csr_npy(tmp_path / "X", X)
+    write_csr_npy(tmp_path / "Y", Y)
+    X_map, Y_map = open_csr_npy(tmp_path / "X"), open_csr_npy(tmp_path / "Y")
+    for array in (X_map.data, X_map.indices, Y_map.indices):
+        assert mapped_from_file(array)
+    for checked, mapped in ((check_features(X_map), X_map), (check_labels(Y_map), Y_map)):
+        assert np.shares_memory(checked.data, mapped.data)
+        assert np.shares_memory(checked.indices, mapped.indices)
+    in_memory = LdSM(**FAST, random_state=3).fit(X, labels)
+    mapped = LdSM(**FAST, random_state=3).fit(X_map, Y_map)
+    for a, b in zip(in_memory.trees_, mapped.trees_):
+        for name in a:
+            np.testing.assert_array_equal(a[name], b[name])
+    np.testing.assert_array_equal(mapped.predict(X_map)[0], in_memory.predict(X)[0])
 
 
 @needs_build_tree

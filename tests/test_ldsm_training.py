@@ -154,6 +154,22 @@ def test_train_node_matches_reference(rng, arity, optimizer, routing):
     assert len(np.unique(got["directions"])) >= 2
 
 
+@pytest.mark.parametrize("optimizer", ["nag", "sgd"])
+def test_train_node_with_a_weight_cap_matches_reference(rng, optimizer):
+    X, Y = random_problem(rng)
+    rows = rng.permutation(X.shape[0])[:25]
+    settings = dict(NODE_SETTINGS, arity=2, optimizer=optimizer, routing="margin", seed=3,
+                    max_weights=4)
+    got = _py_train_node(X, Y, rows, **settings)
+    want = train_node(X, Y, rows, **settings)
+    free = train_node(X, Y, rows, **dict(settings, max_weights=None))
+    assert np.array_equal(got["directions"], want["directions"])
+    for key in ("prob", "label_prob", "weights", "bias", "trace"):
+        np.testing.assert_allclose(got[key], want[key], rtol=1e-9, atol=1e-12, err_msg=key)
+    # The cap changed the training (it binds), and not into the uncapped run.
+    assert not np.allclose(got["weights"], free["weights"])
+
+
 def test_train_node_zero_epochs_keeps_initial_biases(rng):
     X, Y = random_problem(rng)
     got = _py_train_node(X, Y, np.arange(10), **dict(NODE_SETTINGS, epochs=0), arity=2,
@@ -304,6 +320,30 @@ def test_build_tree_is_deterministic_and_seed_dependent(rng):
     assert any(not np.array_equal(first[key], other[key]) for key in first)
 
 
+@pytest.mark.parametrize("cap", [dict(max_weights=6), dict(weights_per_row=0.1)])
+def test_weight_caps_are_respected(rng, cap):
+    X, Y = random_problem(rng, n_samples=120, n_features=20, n_labels=10, clusters=5)
+    free = build_tree(X, Y, **TREE_SETTINGS)
+    capped = build_tree(X, Y, **TREE_SETTINGS, **cap)
+    again = build_tree(X, Y, **TREE_SETTINGS, **cap)
+    assert all(np.array_equal(capped[key], again[key]) for key in capped)
+    lengths = np.diff(capped["weight_indptr"]).reshape(-1, TREE_SETTINGS["arity"])
+    limit = cap.get("max_weights") or np.maximum(1, np.floor(0.1 * capped["n_samples"]))
+    assert np.all(lengths <= np.reshape(limit, (-1, 1)))
+    assert lengths.sum() < np.diff(free["weight_indptr"]).sum()
+    check_tree(capped, X, Y, TREE_SETTINGS["arity"], TREE_SETTINGS["max_nodes"],
+               TREE_SETTINGS["epochs"], TREE_SETTINGS["weight_threshold"],
+               ROUTING_THRESHOLD["margin"])
+
+
+def test_weight_caps_that_never_bind_change_nothing(rng):
+    X, Y = random_problem(rng, n_samples=120, n_features=20, n_labels=10, clusters=5)
+    free = build_tree(X, Y, **TREE_SETTINGS)
+    for cap in (dict(max_weights=X.shape[1]), dict(weights_per_row=X.shape[1])):
+        loose = build_tree(X, Y, **TREE_SETTINGS, **cap)
+        assert all(np.array_equal(free[key], loose[key]) for key in free)
+
+
 def test_pure_labels_and_tiny_budgets_give_a_single_leaf(rng):
     X, Y = random_problem(rng)
     pure = make_csr(np.eye(1, Y.shape[1], 2).repeat(X.shape[0], axis=0))
@@ -350,6 +390,10 @@ def test_unlabelled_examples_do_not_crash(rng):
     (dict(seed=-1), ValueError, "seed"),
     (dict(seed=2**64), ValueError, "seed"),
     (dict(leaf_scores="counts"), ValueError, "leaf_scores"),
+    (dict(max_weights=0), ValueError, "max_weights"),
+    (dict(max_weights=2.5), ValueError, "max_weights"),
+    (dict(weights_per_row=0.0), ValueError, "weights_per_row"),
+    (dict(weights_per_row=float("inf")), ValueError, "weights_per_row"),
 ])
 def test_bad_settings_are_rejected(rng, change, error, match):
     X, Y = random_problem(rng)

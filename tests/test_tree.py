@@ -514,3 +514,18 @@ def test_forest_layout_concatenates_trees(rng):
     second = forest.first_child[sizes[0]:sizes[0] + sizes[1]]
     expected = np.where(trees[1]["first_child"] >= 0, trees[1]["first_child"] + sizes[0], -1)
     np.testing.assert_array_equal(second, expected)
+
+
+def test_release_moves_the_large_arrays_into_the_forest(rng):
+    trees = [random_flat_tree(rng, arity=2, n_features=20, n_labels=30) for _ in range(3)]
+    kept = Forest(trees, arity=2, n_features=20, n_labels=30, routing="margin")
+    assert all(set(tree) == set(TREE_ARRAYS) for tree in trees)
+    released = Forest([dict(tree) for tree in trees], arity=2, n_features=20, n_labels=30,
+                      routing="margin", release=True)
+    owned = [dict(tree) for tree in trees]
+    Forest(owned, arity=2, n_features=20, n_labels=30, routing="margin", release=True)
+    moved = {"weight_indices", "weight_values", "leaf_labels", "leaf_values"}
+    assert all(set(tree) == set(TREE_ARRAYS) - moved for tree in owned)
+    X = random_features(rng, 50, 20)
+    for a, b in zip(kept.predict_top_k(X, 5), released.predict_top_k(X, 5)):
+        np.testing.assert_array_equal(a, b)

@@ -39,6 +39,8 @@ cdef struct NodeSettings:
     bint sigmoid_routing          # statistics use sigmoid(z) instead of clamp(z, 0, 1)
     float64_t threshold           # routing threshold on z: 0.5 (margin) or 0 (sigmoid)
     float64_t weight_threshold    # stored weights need |w| >= this
+    index_t max_weights           # weight budget of a regressor: max(max_weights,
+    float64_t weights_per_row     # weights_per_row * examples of the node); >= D: no cap
 
 
 cdef class NodeTrainer:
@@ -50,6 +52,7 @@ cdef class NodeTrainer:
     cdef CSRView Y                        # binary labels
     cdef NodeSettings settings            # hyper-parameters
     cdef rng_state rng                    # the tree's generator (permutation, init, ties)
+    cdef index_t n_rows                   # examples of the node being trained
     cdef index_t stride                   # n_features + 1: dense row length (bias last)
     cdef vector[float64_t] weights        # (M * stride,) regressor weights, bias last
     cdef vector[float64_t] scale          # (M * stride,) NAG per-feature scales s_j
@@ -69,6 +72,8 @@ cdef class NodeTrainer:
     cdef vector[float64_t] pair_integrity  # (4 * M(M-1)/2,) integrity sums per pair and case
     cdef vector[float64_t] objective      # (2^M,) J of each direction subset
     cdef vector[index_t] tied             # (2^M,) subsets tied for the lowest J
+    cdef vector[pair[float32_t, index_t]] ranked  # (-|w|, feature) of a regressor's non-zero
+                                                  # weights, for the budget (D reserved)
 
     cdef int start_node(self, const index_t* rows, index_t n_rows) except -1 nogil
     cdef void train_node(self, const index_t* rows, index_t n_rows, float64_t* trace,
@@ -77,6 +82,8 @@ cdef class NodeTrainer:
     cdef void tabulate_terms(self, index_t n_labels) noexcept nogil
     cdef index_t choose_subset(self, index_t n_labels) noexcept nogil
     cdef void update_statistics(self, index_t m, float64_t pred, index_t n_labels) noexcept nogil
+    cdef index_t weight_cap(self) noexcept nogil
+    cdef void keep_largest(self, float64_t* weights, index_t cap) noexcept nogil
     cdef void round_weights(self) noexcept nogil
     cdef void route_example(self, index_t row, float64_t* scores, uint8_t* goes) noexcept nogil
     cdef void finish_node(self) noexcept nogil

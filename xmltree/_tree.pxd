@@ -119,5 +119,5 @@ cdef class Forest:
     cdef readonly bint dense_scores      # see ForestArrays.dense_scores
     cdef ForestArrays arrays             # raw views for the kernels
 
-    cdef void _concatenate(self, list trees) except *
+    cdef void _concatenate(self, list trees, bint release) except *
     cdef void _fill_arrays(self)

@@ -7,6 +7,7 @@ train      fit a model on a data file and save it
 predict    write the top-k labels of every row of a data file
 evaluate   score a prediction file against true labels
 datasets   list the dataset registry, or summarise a data file
+benchmark  the scale benchmark on synthetic data with published shapes (JSON + PNG report)
 """
 
 from __future__ import annotations
@@ -124,7 +125,53 @@ def _build_parser() -> argparse.ArgumentParser:
     info.add_argument("path", type=Path)
     _add_format_option(info)
     info.set_defaults(handler=_run_datasets_info)
+    _add_benchmark_parser(commands)
     return parser
+
+
+def _add_benchmark_parser(commands) -> None:
+    from .datasets import SYNTHETIC_PRESETS
+
+    benchmark = commands.add_parser(
+        "benchmark", help="scale benchmark on synthetic data with published shapes",
+        description="Train and evaluate LdSM on synthetic data, each run in a child "
+        "process, and report P@k, train time, peak RSS, model size, depth and prediction "
+        "ms/example as JSON and PNG plots. With --preset: the preset at each --scale (N and "
+        "K scaled together); without: a curve over K at fixed N (Amazon-670K-like rows).",
+    )
+    benchmark.add_argument("--preset", choices=sorted(SYNTHETIC_PRESETS),
+                           help="run this preset at each --scale instead of the K curve")
+    benchmark.add_argument("--scale", type=float, nargs="+", default=[0.1],
+                           help="preset scales in (0, 1] (default 0.1)")
+    benchmark.add_argument("--labels", type=int, nargs="+", default=[10**3, 10**4, 10**5, 10**6],
+                           help="K curve: label counts (default 1e3 1e4 1e5 1e6)")
+    benchmark.add_argument("--n-samples", type=int, default=50_000,
+                           help="K curve: points per K (default 50000)")
+    benchmark.add_argument("--test-fraction", type=float, default=0.2,
+                           help="held-out share of the rows (default 0.2)")
+    benchmark.add_argument("--n-trees", type=int, default=1, help="trees (default 1)")
+    benchmark.add_argument("--arity", type=int, default=2, help="arity M (default 2)")
+    benchmark.add_argument("--max-nodes", type=int, default=20_000,
+                           help="node budget per tree (K curve: min(2 K, this); default 20000)")
+    benchmark.add_argument("--epochs", type=int, default=5, help="epochs per node (default 5)")
+    benchmark.add_argument("--max-weights-per-regressor", type=_optional(int),
+                           default=argparse.SUPPRESS, help="LdSM weight budget floor, or 'none' (default: LdSM's)")
+    benchmark.add_argument("--max-weights-per-example", type=_optional(float),
+                           default=argparse.SUPPRESS, help="LdSM weight budget per example, or 'none' (default: LdSM's)")
+    benchmark.add_argument("--n-jobs", type=int, default=2, help="threads (default 2)")
+    benchmark.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
+    benchmark.add_argument("--output", type=Path, default=Path("scale-report"),
+                           help="report directory: scale.json and PNG plots "
+                           "(default ./scale-report)")
+    benchmark.set_defaults(handler=_run_benchmark)
+
+
+def _optional(kind):
+    """argparse type: a ``kind`` value, or ``None`` spelled 'none'."""
+    def parse(text: str):
+        return None if text.lower() == "none" else kind(text)
+    parse.__name__ = kind.__name__
+    return parse
 
 
 def _add_format_option(parser: argparse.ArgumentParser) -> None:
@@ -200,6 +247,30 @@ def _model_from_args(args, learner: str = "ldsm"):
     if "verbose" in accepted:
         given["verbose"] = not args.quiet
     return cls(**given)
+
+
+def _run_benchmark(args) -> int:
+    from . import benchmark
+
+    params = {"n_trees": args.n_trees, "arity": args.arity, "max_nodes": args.max_nodes,
+              "epochs": args.epochs, "n_jobs": args.n_jobs}
+    for name in ("max_weights_per_regressor", "max_weights_per_example"):
+        if hasattr(args, name):  # absent: the LdSM default
+            params[name] = getattr(args, name)
+    common = {"test_fraction": args.test_fraction, "seed": args.seed, "progress": not args.quiet}
+    if args.preset is not None:
+        results = benchmark.preset_runs(args.preset, args.scale, params, **common)
+        title, against = f"{args.preset}, scales {args.scale}", "n_samples"
+    else:
+        results = benchmark.label_curve(args.labels, params, n_samples=args.n_samples, **common)
+        title, against = f"K curve, N = {args.n_samples}", "n_labels"
+    args.output.mkdir(parents=True, exist_ok=True)
+    settings = {key: value for key, value in vars(args).items() if key != "handler"}
+    benchmark.write_report(args.output / "scale.json", settings, results)
+    plots = benchmark.plot_results(results, args.output, against=against)
+    print(f"{title}, {args.n_trees} tree(s)\n{benchmark.format_table(results)}")
+    print(f"report: {args.output / 'scale.json'}, " + ", ".join(str(p) for p in plots))
+    return 0
 
 
 def _run_demo(args) -> int:

@@ -81,6 +81,22 @@ class LdSM(Estimator):
         training rows with 50 trees, "frequency" gains 1.8 points of P@1 on
         Bibtex and loses 0.2 on Delicious (``benchmarks/README.md``): use it
         for data with few labels per example.
+    max_weights_per_regressor : int or None, default=2048
+    max_weights_per_example : float or None, default=4.0
+        Weight budget of a regressor (biases aside): at most ``max(
+        max_weights_per_regressor, max_weights_per_example * n)`` weights for
+        a node trained on ``n`` examples, keeping the largest magnitudes (ties
+        to smaller feature ids), enforced after every training epoch so that
+        the surviving weights adapt. Without a budget a node keeps a weight
+        for most features its examples touch, and a tree grows like nodes x
+        min(n_features, examples per node x non-zeros per example): about
+        3.6 GB per tree on Amazon-670K-shaped data. With it, the wide nodes near the
+        root keep weights in proportion to their data, every other node at
+        most ``max_weights_per_regressor``. The defaults never bind when
+        ``n_features <= 2048`` (Bibtex, Delicious); on the Amazon-670K shape
+        they make the model 1.8x smaller at scale 0.1 and 2.5x at 0.2, for
+        about 1-2 points of P@1 (``benchmarks/README.md``, "Scale"). One of
+        them ``None``: the other alone sets the budget; both: no budget.
     random_state : int or None, default=None
         Seed of the whole ensemble. Each tree gets its own 64-bit seed from
         ``numpy.random.SeedSequence(random_state)``, so a given seed gives
@@ -132,7 +148,8 @@ class LdSM(Estimator):
 
     def __init__(self, n_trees=10, arity=2, max_nodes=1000, epochs=20, lambda1=2.0,
                  lambda2=1.0, optimizer="nag", learning_rate=0.1, routing="margin",
-                 weight_threshold=0.05, leaf_scores="distribution", rerank=False,
+                 weight_threshold=0.05, leaf_scores="distribution",
+                 max_weights_per_regressor=2048, max_weights_per_example=4.0, rerank=False,
                  random_state=None, first_tree=0, n_jobs=-1, verbose=False):
         self.n_trees = n_trees
         self.arity = arity
@@ -145,6 +162,8 @@ class LdSM(Estimator):
         self.routing = routing
         self.weight_threshold = weight_threshold
         self.leaf_scores = leaf_scores
+        self.max_weights_per_regressor = max_weights_per_regressor
+        self.max_weights_per_example = max_weights_per_example
         self.rerank = rerank
         self.random_state = random_state
         self.first_tree = first_tree
@@ -169,6 +188,11 @@ class LdSM(Estimator):
         check_real("learning_rate", params["learning_rate"], 0.0, strict=True)
         if params["weight_threshold"] is not None:
             check_real("weight_threshold", params["weight_threshold"], 0.0, strict=False)
+        if params["max_weights_per_regressor"] is not None:
+            check_int("max_weights_per_regressor", params["max_weights_per_regressor"], 1)
+        if params["max_weights_per_example"] is not None:
+            check_real("max_weights_per_example", params["max_weights_per_example"], 0.0,
+                       strict=True)
         check_choice("optimizer", params["optimizer"], _OPTIMIZERS)
         check_choice("routing", params["routing"], _ROUTINGS)
         check_choice("leaf_scores", params["leaf_scores"], LEAF_SCORES)
@@ -221,19 +245,26 @@ class LdSM(Estimator):
             first + params["n_trees"], dtype=np.uint64
         )[first:]
         trees = _build_trees(X, Y, params, seeds)
-        self._set_trees(trees, X.shape[1], Y.shape[1])
+        # fit owns the trees: the forest may take their arrays as it copies them.
+        self._set_trees(trees, X.shape[1], Y.shape[1], release=True)
         if params["rerank"]:
             self.reranker_ = Reranker().fit(X, Y)
         return self
 
-    def _set_trees(self, trees: list[dict], n_features: int, n_labels: int) -> None:
-        """Validate trees (ModelFormatError) and install them as the fitted state."""
+    def _set_trees(self, trees: list[dict], n_features: int, n_labels: int,
+                   release: bool = False) -> None:
+        """Validate trees (ModelFormatError) and install them as the fitted state.
+
+        With ``release``, the trees' weight and leaf arrays are moved into the
+        forest (removed from the dicts), which the caller must own.
+        """
         forest = Forest(trees, arity=self.arity, n_features=n_features,
-                        n_labels=n_labels, routing=self.routing, leaf_scores=self.leaf_scores)
+                        n_labels=n_labels, routing=self.routing, leaf_scores=self.leaf_scores,
+                        release=release)
         self._forest = forest
         self.n_features_ = n_features
         self.n_labels_ = n_labels
-        self.trees_ = [_read_only(tree) for tree in trees]
+        self.trees_ = _share_forest_arrays(forest, trees)
         self.n_nodes_ = np.array([t["first_child"].shape[0] for t in trees], dtype=np.int64)
         self.n_leaves_ = np.array([np.sum(t["first_child"] < 0) for t in trees], dtype=np.int64)
         self.depth_ = np.array([t["depth"].max() for t in trees], dtype=np.int64)
@@ -618,13 +649,32 @@ def _drop_unlabelled(X: sp.csr_matrix, Y: sp.csr_matrix):
     return X, Y
 
 
-def _read_only(tree: dict) -> dict:
-    """Return read-only views of a tree's arrays."""
-    views = {}
-    for name in TREE_ARRAYS:
-        view = tree[name].view()
-        view.flags.writeable = False
-        views[name] = view
+def _share_forest_arrays(forest: Forest, trees: list[dict]) -> list[dict]:
+    """Return read-only trees whose large arrays are slices of the forest's.
+
+    The forest concatenates the trees for prediction; handing out its slices
+    instead of the trees' own arrays keeps one copy of the model in memory.
+    Only per-node arrays (a few numbers per node) are the trees' own.
+    """
+    arity = forest.arity
+    offsets = forest.tree_offset
+    views = []
+    for t, tree in enumerate(trees):
+        first, last = int(offsets[t]), int(offsets[t + 1])
+        weights = slice(int(forest.weight_indptr[first * arity]),
+                        int(forest.weight_indptr[last * arity]))
+        leaves = slice(int(forest.leaf_indptr[first]), int(forest.leaf_indptr[last]))
+        view = dict(
+            weight_indices=forest.weight_indices[weights],
+            weight_values=forest.weight_values[weights],
+            leaf_labels=forest.leaf_labels[leaves],
+            leaf_values=forest.leaf_values[leaves],
+            bias=forest.bias[first * arity:last * arity].reshape(-1, arity),
+        )
+        view.update((name, tree[name].view()) for name in TREE_ARRAYS if name not in view)
+        for array in view.values():
+            array.flags.writeable = False
+        views.append(view)
     return views
 
 
@@ -667,6 +717,8 @@ def _build_trees(X: sp.csr_matrix, Y: sp.csr_matrix, params: dict,
     settings = {name: params[name] for name in (
         "arity", "max_nodes", "epochs", "lambda1", "lambda2", "optimizer",
         "learning_rate", "routing", "weight_threshold", "leaf_scores")}
+    settings["max_weights"] = params["max_weights_per_regressor"]
+    settings["weights_per_row"] = params["max_weights_per_example"]
     progress = _Progress(len(seeds)) if params["verbose"] else None
     # Node callbacks must run in this process; other backends (processes, a
     # Dask cluster) only report finished trees.

@@ -16,6 +16,7 @@ from ._formats import (
     write_predictions,
     write_xc,
 )
+from ._memmap import open_csr_npy, write_csr_npy
 from ._registry import DATASETS, DatasetInfo, get_data_home, load_dataset
 from ._synthetic import SYNTHETIC_PRESETS, SyntheticPreset, make_synthetic, make_synthetic_preset
 
@@ -23,6 +24,8 @@ __all__ = [
     "read_xc",
     "iter_xc_chunks",
     "write_xc",
+    "write_csr_npy",
+    "open_csr_npy",
     "read_xc_split",
     "read_bow_pair",
     "read_libsvm",

@@ -1,0 +1,289 @@
+"""The scale benchmark: LdSM on synthetic problems with published shapes.
+
+Two kinds of run, both on :func:`xmltree.datasets.make_synthetic_preset` data:
+
+* :func:`label_curve`: N points fixed, K varying (10^3 ... 10^6 by default),
+  to show how depth, prediction time, memory and model size grow with K;
+* :func:`preset_runs`: a named preset (e.g. ``"amazon670k-shape"``) at one or
+  more scales, N and K growing together.
+
+Every point is trained, saved and evaluated in a forked child process
+(:func:`measure`), so that its peak resident memory is its own. Used by
+``xmltree benchmark`` and ``benchmarks/bench_scale.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import multiprocessing
+import os
+import resource
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from .datasets import SYNTHETIC_PRESETS, make_synthetic_preset
+from .metrics import evaluate, inverse_propensity
+
+__all__ = ["measure", "label_curve", "preset_runs", "format_table", "plot_results",
+           "write_report"]
+
+#: Metrics reported for every measured run.
+METRIC_KEYS = [f"{m}@{k}" for m in ("P", "nDCG", "PSP") for k in (1, 3, 5)]
+#: Columns of :func:`format_table`, with their short headers.
+TABLE_COLUMNS = {"n_samples": "N", "n_labels": "K", "P@1": "P@1", "P@3": "P@3", "P@5": "P@5",
+                 "train_s": "train s", "train_cpu_s": "cpu s", "peak_rss_mb": "RSS MB",
+                 "model_mb": "disk MB", "max_depth": "depth", "depth_low": "logM K",
+                 "depth_high": "3logM K", "predict_ms_per_example": "ms/ex"}
+
+
+# ----------------------------------------------------------------------------- measuring
+
+
+class PhaseTimer:
+    """Collects wall and CPU seconds of named phases: ``with timer("train"): ...``."""
+
+    def __init__(self):
+        self.seconds = {}
+
+    def __call__(self, phase: str):
+        timer = self
+
+        class _Phase:
+            def __enter__(self):
+                self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+            def __exit__(self, *exc):
+                timer.seconds[f"{phase}_s"] = time.perf_counter() - self.wall
+                timer.seconds[f"{phase}_cpu_s"] = time.process_time() - self.cpu
+
+        return _Phase()
+
+
+def measure(runner, data, inv_propensity) -> dict:
+    """Run ``runner(data, timer)`` in a forked child; return its metrics and costs.
+
+    Parameters
+    ----------
+    runner : callable
+        ``runner(data, timer) -> (labels, extra)``: trains on ``data[0:2]``,
+        predicts the top 5 labels of ``data[2]`` inside ``timer("predict")``
+        and returns them with a dict of extra results.
+    data : tuple
+        ``(X_train, Y_train, X_test, Y_test)``.
+    inv_propensity : numpy.ndarray
+        Label weights for PSP@k.
+
+    Returns
+    -------
+    dict
+        ``METRIC_KEYS``, the timer's phases (``train_s``, ``train_cpu_s``...),
+        ``predict_ms_per_example``, ``peak_rss_mb`` of the child and ``extra``.
+
+    Raises
+    ------
+    RuntimeError
+        With the child's traceback if it failed.
+    """
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    process = context.Process(target=_child, args=(queue, runner, data, inv_propensity))
+    process.start()
+    result = queue.get()
+    process.join()
+    if isinstance(result, str):
+        raise RuntimeError(f"benchmark child failed:\n{result}")
+    return result
+
+
+def _child(queue, runner, data, inv_propensity):
+    # Some peers print progress bars on stderr (omikuji: thousands of lines);
+    # errors travel back through the queue instead.
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+    try:
+        timer = PhaseTimer()
+        labels, extra = runner(data, timer)
+        result = evaluate(data[3], labels, ks=(1, 3, 5), inv_propensity=inv_propensity)
+        result = {key: result[key] for key in METRIC_KEYS}
+        result.update(timer.seconds, **extra)
+        result["predict_ms_per_example"] = 1000 * result.pop("predict_s") / data[2].shape[0]
+        result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        queue.put(result)
+    except BaseException:
+        queue.put(traceback.format_exc())
+
+
+# ----------------------------------------------------------------------------- runs
+
+
+def _split(X, Y, test_fraction: float):
+    """Last ``test_fraction`` of the rows as the test set (synthetic rows are i.i.d.)."""
+    n_train = X.shape[0] - max(1, round(test_fraction * X.shape[0]))
+    return X[:n_train], Y[:n_train], X[n_train:], Y[n_train:]
+
+
+def _run_ldsm(data, params: dict, timer):
+    """Train, save and predict (in the measuring child); return top-5 labels and sizes."""
+    from .ldsm import LdSM
+
+    X_train, Y_train, X_test, _ = data
+    model = LdSM(random_state=0, **params)
+    with timer("train"):
+        model.fit(X_train, Y_train)
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "model.npz"
+        model.save(path)
+        model_mb = path.stat().st_size / 2**20
+    with timer("predict"):
+        labels, _ = model.predict(X_test, k=5)
+    return labels, {"max_depth": int(np.max(model.depth_)),
+                    "mean_nodes": float(np.mean(model.n_nodes_)), "model_mb": model_mb}
+
+
+def _run_point(X, Y, params: dict, test_fraction: float) -> dict:
+    """One measured LdSM run on (X, Y); adds the data shape and the depth bounds."""
+    data = _split(X, Y, test_fraction)
+    result = measure(lambda d, t: _run_ldsm(d, params, t), data, inverse_propensity(data[1]))
+    log_m_k = math.log(Y.shape[1]) / math.log(params["arity"])
+    result.update(n_samples=X.shape[0], n_labels=Y.shape[1], n_features=X.shape[1],
+                  depth_low=log_m_k, depth_high=3 * log_m_k, **params)
+    return result
+
+
+def label_curve(labels, params: dict, *, n_samples: int = 50_000, test_fraction: float = 0.2,
+                seed: int = 0, progress: bool = True) -> list[dict]:
+    """Measure LdSM at fixed N for every K in ``labels`` (Amazon-670K-like rows).
+
+    Parameters
+    ----------
+    labels : sequence of int
+        Label counts K.
+    params : dict
+        LdSM hyper-parameters; ``max_nodes`` becomes ``min(2 K, max_nodes)``,
+        enough for leaves of about one label when K is small.
+    n_samples : int, default=50000
+        Points generated for each K, of which ``test_fraction`` are held out.
+    test_fraction : float, default=0.2
+    seed : int, default=0
+        Seed of the data.
+    progress : bool, default=True
+        Show a progress bar over the points.
+
+    Returns
+    -------
+    list of dict
+        One result of :func:`measure` per K, with the shape and settings.
+    """
+    base = SYNTHETIC_PRESETS["amazon670k-shape"]
+    results = []
+    for n_labels in tqdm(labels, desc="K curve", unit="point", disable=not progress):
+        preset = dataclasses.replace(base, n_samples=n_samples, n_labels=n_labels)
+        X, Y = make_synthetic_preset(preset, random_state=seed)
+        point = dict(params, max_nodes=min(2 * n_labels, params["max_nodes"]))
+        results.append(_run_point(X, Y, point, test_fraction))
+        del X, Y
+    return results
+
+
+def preset_runs(preset: str, scales, params: dict, *, test_fraction: float = 0.2,
+                seed: int = 0, progress: bool = True) -> list[dict]:
+    """Measure LdSM on a synthetic preset at each scale (N and K times the scale).
+
+    Parameters
+    ----------
+    preset : str
+        A key of :data:`xmltree.datasets.SYNTHETIC_PRESETS`.
+    scales : sequence of float
+        Scales in (0, 1].
+    params : dict
+        LdSM hyper-parameters.
+    test_fraction, seed, progress
+        As in :func:`label_curve`.
+
+    Returns
+    -------
+    list of dict
+        One result of :func:`measure` per scale, with ``preset`` and ``scale``.
+    """
+    if preset not in SYNTHETIC_PRESETS:
+        raise ValueError(f"preset must be one of {sorted(SYNTHETIC_PRESETS)}, got {preset!r}")
+    results = []
+    with tqdm(total=2 * len(scales), desc=preset, unit="step", disable=not progress) as bar:
+        for scale in scales:
+            bar.set_postfix(scale=scale, step="generate")
+            X, Y = make_synthetic_preset(preset, scale=scale, random_state=seed)
+            bar.update(1)
+            bar.set_postfix(scale=scale, step="train+predict")
+            result = _run_point(X, Y, params, test_fraction)
+            del X, Y
+            result.update(preset=preset, scale=scale)
+            results.append(result)
+            bar.update(1)
+    return results
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def format_table(results: list[dict]) -> str:
+    """Fixed-width text table of the main columns, one row per result."""
+    lines = ["".join(f"{header:>9}" for header in TABLE_COLUMNS.values())]
+    for result in results:
+        cells = [100 * result[c] if "@" in c else result[c] for c in TABLE_COLUMNS]
+        lines.append("".join(f"{v:>9.0f}" if abs(v) >= 1000 else f"{v:>9.3f}" if v < 1
+                             else f"{v:>9.2f}" for v in cells))
+    return "\n".join(lines)
+
+
+def plot_results(results: list[dict], directory, *, against: str = "n_labels") -> list[Path]:
+    """Write PNG plots of depth and costs against K (``"n_labels"``) or N (``"n_samples"``).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written: depth with the paper's [log_M K, 3 log_M K] band,
+        and prediction ms/example, peak RSS, model size and train time.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    axis_label = {"n_labels": "labels K", "n_samples": "points N"}[against]
+    x = np.array([r[against] for r in results], dtype=float)
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.plot(x, [r["max_depth"] for r in results], "o-", label="max depth")
+    ax.fill_between(x, [r["depth_low"] for r in results], [r["depth_high"] for r in results],
+                    alpha=0.2, label="[log_M K, 3 log_M K]")
+    ax.set(xscale="log", xlabel=axis_label, ylabel="tree depth")
+    ax.legend()
+    fig.tight_layout()
+    depth_path = directory / f"scale_depth_vs_{against}.png"
+    fig.savefig(depth_path, dpi=120)
+    plt.close(fig)
+    panels = (("predict_ms_per_example", "prediction ms/example"),
+              ("peak_rss_mb", "peak RSS MB"), ("model_mb", "model MB on disk"),
+              ("train_cpu_s", "train CPU s"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(16, 3.5))
+    for ax, (key, label) in zip(axes, panels):
+        ax.plot(x, [r[key] for r in results], "o-")
+        ax.set(xscale="log", xlabel=axis_label, ylabel=label)
+    fig.tight_layout()
+    cost_path = directory / f"scale_cost_vs_{against}.png"
+    fig.savefig(cost_path, dpi=120)
+    plt.close(fig)
+    return [depth_path, cost_path]
+
+
+def write_report(path, settings: dict, results: list[dict]) -> None:
+    """Write the settings and results as JSON."""
+    Path(path).write_text(json.dumps({"settings": settings, "results": results}, indent=2,
+                                     default=str))
