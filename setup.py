@@ -3,7 +3,8 @@
 Every ``xmltree/**/*.pyx`` becomes an extension module of the same dotted
 name (``XMLTREE_BUILD_ONLY=_ldsm,_tree`` restricts the build to those
 modules), compiled with OpenMP so that kernels can run ``prange`` loops; a module
-that needs C++ says so with a ``# distutils: language = c++`` header. Set ``XMLTREE_DEBUG=1`` to compile with bounds and wrap-around checks on
+that needs C++ says so with a ``# distutils: language = c++`` header. Set
+``XMLTREE_DEBUG=1`` to compile with bounds and wrap-around checks on
 (slow, for hunting memory errors in tests).
 """
 

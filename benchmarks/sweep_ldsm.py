@@ -118,7 +118,8 @@ def main(argv=None) -> None:
         n_weights = sum(tree["weight_values"].size for tree in model.trees_)
         rows.append({**setting, **result, "train_cpu_s": cpu, "n_weights": n_weights})
         print(f"{transform:>9} {norm:>4} {arity:>5} {nodes:>5} {epochs:>6} {lr:<5} {l1:>4} "
-              f"{l2:>4} {routing:>8} {w_min or 1 / X_train.shape[1]:6.4f} {leaves[:5]:>8} {seed:>4} | "
+              f"{l2:>4} {routing:>8} {w_min or 1 / X_train.shape[1]:6.4f} {leaves[:5]:>8} "
+              f"{seed:>4} | "
               + " ".join(f"{100 * result[f'P@{k}']:5.2f}" for k in (1, 3, 5)) + " | "
               + " ".join(f"{100 * result[f'PSP@{k}']:5.2f}" for k in (1, 3, 5))
               + f" | {cpu:5.1f} | {n_weights}", flush=True)

@@ -1,6 +1,7 @@
 """The ``xmltree`` command line, end to end on small files."""
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -160,3 +161,22 @@ def test_benchmark_label_curve(tmp_path):
     assert results[0]["max_weights_per_regressor"] is None
     assert results[0]["max_weights_per_example"] == 0.5
     assert (output / "scale_cost_vs_n_labels.png").exists()
+
+
+def test_benchmark_node_budget_defaults_to_twice_the_labels(tmp_path):
+    output = tmp_path / "curve"
+    assert main(["-q", "benchmark", "--labels", "30", "--n-samples", "300", "--epochs", "1",
+                 "--n-jobs", "1", "--output", str(output)]) == 0
+    (result,) = json.loads((output / "scale.json").read_text())["results"]
+    assert result["max_nodes"] == 60
+    assert 1 <= result["n_labels_seen"] <= 30
+    assert result["depth_low_seen"] <= result["depth_low"]
+
+
+def test_benchmark_without_matplotlib_fails_before_training(tmp_path, monkeypatch, capsys):
+    from xmltree import benchmark
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    monkeypatch.setattr(benchmark, "label_curve", lambda *a, **k: pytest.fail("trained"))
+    assert main(["-q", "benchmark", "--labels", "30", "--output", str(tmp_path / "r")]) == 1
+    assert "pip install 'xmltree-xmc[plot]'" in capsys.readouterr().err

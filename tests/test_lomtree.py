@@ -130,7 +130,7 @@ def test_beam_search_matches_reference_and_brute_force(loss):
     leaves = [j for j, node in enumerate(nodes) if node.is_leaf()]
     found = builder.leaves(indptr, X.indices, X.data, len(nodes))
     for x, leaf in zip(rows_of(X), found):
-        def path_log_prob(j):
+        def path_log_prob(j, x=x):
             total = 0.0
             while nodes[j].parent >= 0:
                 parent = nodes[nodes[j].parent]

@@ -31,16 +31,18 @@ from tqdm.auto import tqdm
 from .datasets import SYNTHETIC_PRESETS, make_synthetic_preset
 from .metrics import evaluate, inverse_propensity
 
-__all__ = ["measure", "label_curve", "preset_runs", "format_table", "plot_results",
-           "write_report"]
+__all__ = ["measure", "node_budget", "label_curve", "preset_runs", "format_table",
+           "require_matplotlib", "plot_results", "write_report"]
 
 #: Metrics reported for every measured run.
 METRIC_KEYS = [f"{m}@{k}" for m in ("P", "nDCG", "PSP") for k in (1, 3, 5)]
 #: Columns of :func:`format_table`, with their short headers.
-TABLE_COLUMNS = {"n_samples": "N", "n_labels": "K", "P@1": "P@1", "P@3": "P@3", "P@5": "P@5",
+TABLE_COLUMNS = {"n_samples": "N", "n_labels": "K", "n_labels_seen": "K seen",
+                 "P@1": "P@1", "P@3": "P@3", "P@5": "P@5",
                  "train_s": "train s", "train_cpu_s": "cpu s", "peak_rss_mb": "RSS MB",
-                 "model_mb": "disk MB", "max_depth": "depth", "depth_low": "logM K",
-                 "depth_high": "3logM K", "predict_ms_per_example": "ms/ex"}
+                 "model_mb": "disk MB", "max_depth": "depth", "depth_low_seen": "logM Ks",
+                 "depth_low": "logM K", "depth_high": "3logM K",
+                 "predict_ms_per_example": "ms/ex"}
 
 
 # ----------------------------------------------------------------------------- measuring
@@ -146,12 +148,32 @@ def _run_ldsm(data, params: dict, timer):
                     "mean_nodes": float(np.mean(model.n_nodes_)), "model_mb": model_mb}
 
 
+def node_budget(max_nodes, n_labels: int) -> int:
+    """Node budget of one run: ``max_nodes``, or ``2 K`` when it is None.
+
+    With ``2 K`` nodes a binary tree may grow a leaf per label; in practice it
+    stops earlier, when its nodes become pure or stop splitting, so the data
+    rather than the budget sets its depth (the paper's Figure 2 regime).
+    """
+    return 2 * n_labels if max_nodes is None else max_nodes
+
+
 def _run_point(X, Y, params: dict, test_fraction: float) -> dict:
-    """One measured LdSM run on (X, Y); adds the data shape and the depth bounds."""
+    """One measured LdSM run on (X, Y); adds the data shape and the depth bounds.
+
+    The bounds are log_M K and 3 log_M K for the K of the label space, and
+    log_M of the labels that occur in the training rows (``n_labels_seen``):
+    when K exceeds what N points can carry, most labels never reach a tree.
+    """
     data = _split(X, Y, test_fraction)
+    params = dict(params, max_nodes=node_budget(params["max_nodes"], Y.shape[1]))
     result = measure(lambda d, t: _run_ldsm(d, params, t), data, inverse_propensity(data[1]))
-    log_m_k = math.log(Y.shape[1]) / math.log(params["arity"])
+    n_labels_seen = int(np.unique(data[1].indices).size)
+    log_m = math.log(params["arity"])
+    log_m_k = math.log(Y.shape[1]) / log_m
     result.update(n_samples=X.shape[0], n_labels=Y.shape[1], n_features=X.shape[1],
+                  n_labels_seen=n_labels_seen,
+                  depth_low_seen=math.log(max(n_labels_seen, 1)) / log_m,
                   depth_low=log_m_k, depth_high=3 * log_m_k, **params)
     return result
 
@@ -165,8 +187,8 @@ def label_curve(labels, params: dict, *, n_samples: int = 50_000, test_fraction:
     labels : sequence of int
         Label counts K.
     params : dict
-        LdSM hyper-parameters; ``max_nodes`` becomes ``min(2 K, max_nodes)``,
-        enough for leaves of about one label when K is small.
+        LdSM hyper-parameters; ``max_nodes=None`` means ``2 K`` for each K
+        (:func:`node_budget`).
     n_samples : int, default=50000
         Points generated for each K, of which ``test_fraction`` are held out.
     test_fraction : float, default=0.2
@@ -185,8 +207,7 @@ def label_curve(labels, params: dict, *, n_samples: int = 50_000, test_fraction:
     for n_labels in tqdm(labels, desc="K curve", unit="point", disable=not progress):
         preset = dataclasses.replace(base, n_samples=n_samples, n_labels=n_labels)
         X, Y = make_synthetic_preset(preset, random_state=seed)
-        point = dict(params, max_nodes=min(2 * n_labels, params["max_nodes"]))
-        results.append(_run_point(X, Y, point, test_fraction))
+        results.append(_run_point(X, Y, params, test_fraction))
         del X, Y
     return results
 
@@ -202,7 +223,8 @@ def preset_runs(preset: str, scales, params: dict, *, test_fraction: float = 0.2
     scales : sequence of float
         Scales in (0, 1].
     params : dict
-        LdSM hyper-parameters.
+        LdSM hyper-parameters; ``max_nodes=None`` means ``2 K`` at each scale
+        (:func:`node_budget`).
     test_fraction, seed, progress
         As in :func:`label_curve`.
 
@@ -241,15 +263,32 @@ def format_table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def require_matplotlib() -> None:
+    """Fail at once, not after hours of training, when the plots cannot be drawn.
+
+    Raises
+    ------
+    ImportError
+        If matplotlib (the ``plot`` extra) is not installed.
+    """
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as error:
+        raise ImportError("the benchmark report's plots need matplotlib: "
+                          "pip install 'xmltree-xmc[plot]'") from error
+
+
 def plot_results(results: list[dict], directory, *, against: str = "n_labels") -> list[Path]:
     """Write PNG plots of depth and costs against K (``"n_labels"``) or N (``"n_samples"``).
 
     Returns
     -------
     list of pathlib.Path
-        The files written: depth with the paper's [log_M K, 3 log_M K] band,
-        and prediction ms/example, peak RSS, model size and train time.
+        The files written: depth with the paper's [log_M K, 3 log_M K] band
+        (and log_M of the labels seen in training, dashed), and prediction
+        ms/example, peak RSS, model size and train time.
     """
+    require_matplotlib()
     import matplotlib
 
     matplotlib.use("Agg")
@@ -263,6 +302,8 @@ def plot_results(results: list[dict], directory, *, against: str = "n_labels") -
     ax.plot(x, [r["max_depth"] for r in results], "o-", label="max depth")
     ax.fill_between(x, [r["depth_low"] for r in results], [r["depth_high"] for r in results],
                     alpha=0.2, label="[log_M K, 3 log_M K]")
+    ax.plot(x, [r["depth_low_seen"] for r in results], "--", color="gray",
+            label="log_M (labels seen in training)")
     ax.set(xscale="log", xlabel=axis_label, ylabel="tree depth")
     ax.legend()
     fig.tight_layout()

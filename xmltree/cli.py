@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.handler(args) or 0
-    except (DataFormatError, ModelFormatError, FileNotFoundError, ValueError) as exc:
+    except (DataFormatError, ModelFormatError, FileNotFoundError, ValueError,
+            ImportError) as exc:
         print(f"xmltree {args.command}: error: {exc}", file=sys.stderr)
         return 1
 
@@ -151,13 +152,16 @@ def _add_benchmark_parser(commands) -> None:
                            help="held-out share of the rows (default 0.2)")
     benchmark.add_argument("--n-trees", type=int, default=1, help="trees (default 1)")
     benchmark.add_argument("--arity", type=int, default=2, help="arity M (default 2)")
-    benchmark.add_argument("--max-nodes", type=int, default=20_000,
-                           help="node budget per tree (K curve: min(2 K, this); default 20000)")
+    benchmark.add_argument("--max-nodes", type=_optional(int), default=None,
+                           help="node budget per tree (default: 2 K, room for a leaf per "
+                           "label; trees stop earlier once their nodes are pure)")
     benchmark.add_argument("--epochs", type=int, default=5, help="epochs per node (default 5)")
     benchmark.add_argument("--max-weights-per-regressor", type=_optional(int),
-                           default=argparse.SUPPRESS, help="LdSM weight budget floor, or 'none' (default: LdSM's)")
+                           default=argparse.SUPPRESS,
+                           help="LdSM weight budget floor, or 'none' (default: LdSM's)")
     benchmark.add_argument("--max-weights-per-example", type=_optional(float),
-                           default=argparse.SUPPRESS, help="LdSM weight budget per example, or 'none' (default: LdSM's)")
+                           default=argparse.SUPPRESS,
+                           help="LdSM weight budget per example, or 'none' (default: LdSM's)")
     benchmark.add_argument("--n-jobs", type=int, default=2, help="threads (default 2)")
     benchmark.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
     benchmark.add_argument("--output", type=Path, default=Path("scale-report"),
@@ -252,6 +256,7 @@ def _model_from_args(args, learner: str = "ldsm"):
 def _run_benchmark(args) -> int:
     from . import benchmark
 
+    benchmark.require_matplotlib()
     params = {"n_trees": args.n_trees, "arity": args.arity, "max_nodes": args.max_nodes,
               "epochs": args.epochs, "n_jobs": args.n_jobs}
     for name in ("max_weights_per_regressor", "max_weights_per_example"):
