@@ -1,10 +1,15 @@
-"""Tests of scaling out: merged shards, Dask training, chunked prediction to disk."""
+"""Tests of scaling out: merged shards, Dask training, chunked prediction to disk,
+estimators shipped to worker processes."""
+
+import pickle
+import sys
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from test_ldsm import clustered_problem, model_from_random_trees, needs_build_tree
 
+from xmltree import LearnedTree, LOMTree
 from xmltree.datasets import iter_xc_chunks, read_predictions, read_xc, write_predictions, write_xc
 from xmltree.exceptions import DataFormatError, NotFittedError
 from xmltree.ldsm import LdSM, merge
@@ -134,33 +139,104 @@ def test_first_tree_is_validated():
 # Dask
 # ----------------------------------------------------------------------
 
-@needs_build_tree
-def test_dask_cluster_trains_the_same_model_shipping_data_once(problem, monkeypatch):
+@pytest.fixture(scope="module")
+def dask_client():
+    """A client of a local cluster of two single-threaded worker processes."""
     distributed = pytest.importorskip("distributed")
-    joblib = pytest.importorskip("joblib")
-    X, labels = problem
-    params = dict(n_trees=4, random_state=9, **FAST)
-    local = LdSM(**params).fit(X, labels)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
-        scattered = []
-        real_scatter = client.scatter
+        yield client
 
-        def counting_scatter(data, *args, **kwargs):
-            scattered.append(type(data).__name__)
-            return real_scatter(data, *args, **kwargs)
 
-        monkeypatch.setattr(client, "scatter", counting_scatter)
-        with distributed.get_task_stream(client) as stream, \
-                joblib.parallel_backend("dask"):
-            remote = LdSM(**params, verbose=True).fit(X, labels)
-        cluster_workers = set(client.scheduler_info()["workers"])
-    # The trees ran as tasks on the cluster's worker processes...
-    assert stream.data and {task["worker"] for task in stream.data} <= cluster_workers
-    # ...and X and Y were scattered once each for the whole fit, not once per tree.
+def run_on_dask(client, monkeypatch, work):
+    """Run ``work()`` inside joblib's Dask backend; return its result, the type
+    names of the objects scattered to the cluster and whether every task ran
+    on one of the cluster's workers."""
+    import distributed
+    import joblib
+
+    scattered = []
+    real_scatter = client.scatter
+
+    def counting_scatter(data, *args, **kwargs):
+        scattered.append(type(data).__name__)
+        return real_scatter(data, *args, **kwargs)
+
+    monkeypatch.setattr(client, "scatter", counting_scatter)
+    with distributed.get_task_stream(client) as stream, joblib.parallel_backend("dask"):
+        result = work()
+    workers = set(client.scheduler_info()["workers"])
+    on_workers = bool(stream.data) and {task["worker"] for task in stream.data} <= workers
+    return result, scattered, on_workers
+
+
+@needs_build_tree
+def test_dask_cluster_trains_the_same_model_shipping_data_once(problem, dask_client,
+                                                               monkeypatch):
+    X, labels = problem
+    params = dict(n_trees=4, random_state=9, **FAST)
+    local = LdSM(**params).fit(X, labels)
+    remote, scattered, on_workers = run_on_dask(
+        dask_client, monkeypatch, lambda: LdSM(**params, verbose=True).fit(X, labels))
+    # The trees ran as tasks on the cluster's worker processes, and X and Y
+    # were scattered once each for the whole fit, not once per tree.
+    assert on_workers
     assert len(scattered) == 2, scattered
     assert_same_trees(remote.trees_, local.trees_)
+
+
+def test_dask_cluster_predicts_a_file_chunk_by_chunk(rng, tmp_path, xc_file, dask_client,
+                                                     monkeypatch):
+    model, _ = model_from_random_trees(rng, n_trees=3)
+    local, remote = tmp_path / "local.txt", tmp_path / "remote.txt"
+    model.predict_file(xc_file, local, k=4, chunk_size=5)
+    n_rows, scattered, on_workers = run_on_dask(
+        dask_client, monkeypatch, lambda: model.predict_file(xc_file, remote, k=4, chunk_size=5))
+    # Five chunks ran on the workers; the model was sent once, not with each.
+    assert n_rows == 23 and on_workers
+    assert scattered.count("LdSM") == 1, scattered
+    assert remote.read_bytes() == local.read_bytes()
+
+
+# ----------------------------------------------------------------------
+# Estimators travel to worker processes as their model state
+# ----------------------------------------------------------------------
+
+def test_fitted_ldsm_pickles_to_an_identical_model(problem):
+    X, labels = problem
+    model = LdSM(n_trees=2, random_state=1, rerank=True, **FAST).fit(X, labels)
+    copy = pickle.loads(pickle.dumps(model))
+    assert copy.get_params() == model.get_params()
+    assert_same_trees(copy.trees_, model.trees_)
+    for rerank in (False, True):
+        for got, expected in zip(copy.predict(X, k=3, rerank=rerank),
+                                 model.predict(X, k=3, rerank=rerank)):
+            np.testing.assert_array_equal(got, expected)
+    # Its size counts the arrays, so that joblib's Dask backend scatters it.
+    n_bytes = sum(a.nbytes for tree in model.trees_ for a in tree.values())
+    assert sys.getsizeof(model) > n_bytes > sys.getsizeof(LdSM())
+
+
+def test_fitted_lomtree_and_learned_tree_pickle_to_identical_models():
+    rng = np.random.default_rng(2)
+    X = sp.random(200, 12, density=0.4, random_state=3, format="csr", dtype=np.float32)
+    y = rng.integers(6, size=200)
+    lom = LOMTree(random_state=0).fit(X, y)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(lom)).predict(X), lom.predict(X))
+    learned = LearnedTree(arity=3, dim=8, epochs=2, n_jobs=1, random_state=0).fit(X, y)
+    for got, expected in zip(pickle.loads(pickle.dumps(learned)).predict(X, k=2),
+                             learned.predict(X, k=2)):
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("estimator", [LdSM(n_trees=3, arity=4), LOMTree(swap_resistance=6),
+                                       LearnedTree(dim=7)])
+def test_unfitted_estimators_pickle_with_their_parameters(estimator):
+    copy = pickle.loads(pickle.dumps(estimator))
+    assert type(copy) is type(estimator) and copy.get_params() == estimator.get_params()
+    with pytest.raises(NotFittedError):
+        copy._get_state()
 
 
 # ----------------------------------------------------------------------

@@ -15,6 +15,7 @@ import joblib
 import numpy as np
 
 from ._persistence import load_model, save_model
+from .exceptions import NotFittedError
 
 __all__ = [
     "Estimator", "is_int", "check_int", "check_real", "check_choice", "check_seed", "n_threads",
@@ -101,6 +102,34 @@ class Estimator:
         params, arrays = self._get_state()
         save_model(path, self._KIND, params, arrays)
 
+    def __reduce__(self):
+        """Pickle through the model-file state, for joblib and Dask workers.
+
+        Compiled parts (a fitted forest, say) cannot be pickled themselves, so
+        a fitted estimator travels as its ``_get_state`` parameters and arrays
+        and is rebuilt, validated, by ``_from_state`` on the other side: a
+        copy that predicts exactly like a model saved and loaded. Model files
+        never use this; they are read without unpickling anything.
+        """
+        try:
+            params, arrays = self._get_state()
+        except NotFittedError:
+            return _unfitted, (type(self), self.get_params())
+        return _fitted, (type(self), params, arrays)
+
+    def __sizeof__(self) -> int:
+        """Bytes of the fitted model's arrays, not just of the Python object.
+
+        Dask's ``sizeof`` reads this, so that joblib's Dask backend treats a
+        fitted model as the large object it is and scatters it to the
+        workers once instead of sending it with every task.
+        """
+        try:
+            _, arrays = self._get_state()
+        except NotFittedError:
+            return object.__sizeof__(self)
+        return object.__sizeof__(self) + sum(array.nbytes for array in arrays.values())
+
     @classmethod
     def load(cls, path):
         """Read a model written by :meth:`save`.
@@ -113,6 +142,14 @@ class Estimator:
         """
         _, params, arrays = load_model(path, kind=cls._KIND)
         return cls._from_state(params, arrays)
+
+
+def _unfitted(cls, params: dict) -> Estimator:
+    return cls(**params)
+
+
+def _fitted(cls, params: dict, arrays: dict) -> Estimator:
+    return cls._from_state(params, arrays)
 
 
 def is_int(value) -> bool:

@@ -1,14 +1,24 @@
 """Prediction over large files: read rows in chunks, stream ranked labels to disk.
 
 The file is read with :func:`xmltree.datasets.iter_xc_chunks`, so memory holds
-one block of features and one block of predictions, never the whole file. The
+a few blocks of features and predictions, never the whole file. The
 predictions go to a temporary file that replaces the destination only when
 every row is done.
+
+By default the chunks are predicted here, one after the other (the kernels use
+every core for each chunk). Inside a joblib backend that does not use threads,
+such as ``joblib.parallel_backend("dask")``, the chunks become tasks of that
+backend instead: the model travels to the workers once (joblib's Dask backend
+scatters it, see ``Estimator.__sizeof__``), the chunks are read and sent a few
+at a time, and the results are written in file order as they come back.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
+
+import joblib
 
 from ._atomic import atomic_write
 from .datasets._formats import _prediction_lines, iter_xc_chunks
@@ -52,16 +62,38 @@ def predict_xc_file(model, path_in, path_out, *, k: int, chunk_size: int,
         If the input file is malformed or wider than the training data; the
         destination is then left untouched.
     """
+    chunks = iter_xc_chunks(path_in, chunk_size)
+    first = next(chunks, None)
+    n_rows = 0 if first is None else first[0]
     n_done = 0
     with atomic_write(path_out, "w", encoding="ascii", newline="\n") as handle:
-        for n_rows, X in iter_xc_chunks(path_in, chunk_size):
-            if n_done == 0:
-                handle.write(f"{n_rows} {model.n_labels_}\n")
-            labels, scores = model.predict(X, k=k, rerank=rerank)
-            handle.write(_prediction_lines(labels, scores))
-            n_done += X.shape[0]
-            logger.debug("predicted rows %d / %d of %s", n_done, n_rows, path_in)
-        if n_done == 0:
-            # A file of zero rows has no chunk; its header is still valid.
-            handle.write(f"0 {model.n_labels_}\n")
+        handle.write(f"{n_rows} {model.n_labels_}\n")
+        if first is not None:
+            blocks = itertools.chain([first[1]], (X for _, X in chunks))
+            for labels, scores in _predict_blocks(model, blocks, k, rerank):
+                handle.write(_prediction_lines(labels, scores))
+                n_done += labels.shape[0]
+                logger.debug("predicted rows %d / %d of %s", n_done, n_rows, path_in)
     return n_done
+
+
+def _predict_blocks(model, blocks, k: int, rerank: bool):
+    """Yield ``model.predict`` of each block, in order.
+
+    Locally (no joblib backend, or a threaded one) the blocks are predicted
+    one by one in this process; under another joblib backend they are that
+    backend's tasks, at most a few in flight, results yielded in order.
+    """
+    backend, _ = joblib.parallel.get_active_backend(prefer="threads")
+    if getattr(backend, "uses_threads", False):
+        for X in blocks:
+            yield model.predict(X, k=k, rerank=rerank)
+        return
+    runner = joblib.Parallel(return_as="generator")
+    yield from runner(joblib.delayed(_predict_block)(model, X, k, rerank) for X in blocks)
+
+
+def _predict_block(model, X, k: int, rerank: bool):
+    # The model is an argument, not a bound method's ``self``, because joblib
+    # scatters large arguments once; a function is shipped with every task.
+    return model.predict(X, k=k, rerank=rerank)

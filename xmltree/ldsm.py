@@ -330,7 +330,9 @@ class LdSM(Estimator):
         ``path_out`` once all rows are done; memory stays bounded by one
         chunk however large the file. The output is exactly what
         ``write_predictions(path_out, *self.predict(X, k, rerank), n_labels_)``
-        writes for the whole file.
+        writes for the whole file. Inside a joblib backend that does not use
+        threads, such as ``joblib.parallel_backend("dask")``, the chunks are
+        that backend's tasks (the model is scattered to the workers once).
 
         Parameters
         ----------
