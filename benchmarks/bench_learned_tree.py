@@ -9,6 +9,10 @@ Tasks (corpora from ``../shared/corpora``, never copied into the repository):
   previous words, perplexity on ``ptb.test.txt`` (depth-constrained trees);
   ``--eval valid`` measures on ``ptb.valid.txt`` instead, for tuning.
 
+For the classification tasks, ``--eval valid`` trains on 80% of the training
+rows and measures on the other 20% (a fixed random split), for tuning without
+the test split.
+
 Every model uses the same dimension, epochs, optimizer, learning rate and
 threads.
 fastText (``-loss hs`` and ``-loss softmax``) runs on the classification tasks
@@ -51,6 +55,20 @@ def load_reuters(root: Path):
 
     return (read("train_texts.txt"), [line.split() for line in read("train_labels.txt")],
             read("test_texts.txt"), [line.split() for line in read("test_labels.txt")])
+
+
+def held_out_split(texts, label_sets, fraction=0.2, seed=12345):
+    """Split training rows into (train, held-out) for tuning without the test split.
+
+    The rows are shuffled with a fixed seed (independent of ``--seed``) first:
+    CLINC150's training file is grouped by intent, so its last rows would
+    hold intents the first ones never show.
+    """
+    order = np.random.default_rng(seed).permutation(len(texts))
+    cut = int(round((1 - fraction) * len(texts)))
+    train, held = order[:cut], order[cut:]
+    return ([texts[i] for i in train], [label_sets[i] for i in train],
+            [texts[i] for i in held], [label_sets[i] for i in held])
 
 
 def precision_at_1(top1, label_sets) -> float:
@@ -111,6 +129,8 @@ def run_fasttext(loss, args, train_x, train_sets, test_x, test_sets):
 def classification(args):
     loader = load_clinc150 if args.task == "clinc150" else load_reuters
     train_x, train_sets, test_x, test_sets = loader(Path(args.corpora))
+    if args.eval == "valid":
+        train_x, train_sets, test_x, test_sets = held_out_split(train_x, train_sets)
     names = sorted({lab for labels in train_sets for lab in labels})
     rows = []
     if "flat" in args.kinds:
@@ -198,7 +218,9 @@ def main():
     parser.add_argument("--lr", type=float, default=0.5)
     parser.add_argument("--optimizer", choices=["sgd", "adagrad"], default="sgd")
     parser.add_argument("--eval", choices=["test", "valid"], default="test",
-                        help="PTB: held-out file the perplexity is measured on")
+                        help="measure on the test split, or on held-out training data: "
+                        "ptb.valid.txt for PTB, a fixed random 20%% of the training "
+                        "rows for the classification tasks")
     parser.add_argument("--ngrams", type=int, default=1)
     parser.add_argument("--buckets", type=int, default=100_000)
     parser.add_argument("--tree-updates", type=int, default=50)
