@@ -291,16 +291,16 @@ class ReferenceLOMTree:
                     return
             j = self._train_node(j, x, y)
 
-    def leaf_of(self, x, beam_width=1):
+    def leaf_of(self, x, beam_width=1, scale=1.0):
         if beam_width == 1:  # the single path of the score signs
             j = 0
             while not self.nodes[j].is_leaf():
                 node = self.nodes[j]
                 j = node.left if self.regressors[node.regressor].score(x) < 0.0 else node.right
             return j
-        return self.beam_leaves(x, beam_width)[0][1]
+        return self.beam_leaves(x, beam_width, scale)[0][1]
 
-    def beam_leaves(self, x, beam_width):
+    def beam_leaves(self, x, beam_width, scale):
         """The ``(log-probability, leaf)`` pairs a beam search ends with, best first."""
         beam = [(0.0, 0)]
         expanded = True
@@ -313,7 +313,7 @@ class ReferenceLOMTree:
                     candidates.append((log_prob, j))
                     continue
                 expanded = True
-                s = self.routing_scale() * self.regressors[node.regressor].score(x)
+                s = scale * self.regressors[node.regressor].score(x)
                 candidates.append((log_prob + log_sigmoid(s), node.right))
                 candidates.append((log_prob + log_sigmoid(-s), node.left))
             beam = sorted(candidates, key=lambda entry: -entry[0])[:beam_width]  # stable
@@ -326,13 +326,13 @@ class ReferenceLOMTree:
         ranked = sorted(reached.items(), key=lambda item: (-item[1], item[0]))
         return [(label, float(np.float32(count / total))) for label, count in ranked]
 
-    def predict_topk(self, x, k, beam_width=1):
+    def predict_topk(self, x, k, beam_width=1, scale=1.0):
         """The kernel's top-k ``(class, score)`` list (shorter when too few classes are known)."""
         listed = []
         if beam_width == 1:
             leaf = self.leaf_of(x)
         else:
-            beam = self.beam_leaves(x, beam_width)
+            beam = self.beam_leaves(x, beam_width, scale)
             leaf, best = beam[0][1], beam[0][0]
             total = 0.0
             for log_prob, _ in beam:
@@ -353,10 +353,6 @@ class ReferenceLOMTree:
                     listed.append((label, share if j == leaf else 0.0))
             j = self.nodes[j].parent
         return listed
-
-    def routing_scale(self):
-        """c of P(right) = sigmoid(c * score) in the beam search."""
-        return 4.0 if self.loss == "hinge" else 1.0
 
 
 def rows_of(X):
