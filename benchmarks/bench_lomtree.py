@@ -60,7 +60,7 @@ def synthetic_split(n_classes: int, seed: int, args):
 
 
 def validation_split(data, fraction: float):
-    """Replace the test set by the last ``fraction`` of the training rows (for tuning)."""
+    """Split off the last ``fraction`` of the training rows as a validation set."""
     X_train, y_train = data[:2]
     n_fit = X_train.shape[0] - int(round(fraction * X_train.shape[0]))
     return X_train[:n_fit], y_train[:n_fit], X_train[n_fit:], y_train[n_fit:]
@@ -109,7 +109,7 @@ def choose_beam_scale(data, passes, args):
     if len(args.beam_scales) == 1 or args.beam_width == 1:
         return args.beam_scales[0], {}
     X_fit, y_fit, X_valid, y_valid = validation_split(data, args.tune_fraction)
-    model = make_lomtree(passes, None, args).fit(X_fit, y_fit)
+    model = make_lomtree(passes, args.beam_scales[0], args).fit(X_fit, y_fit)
     accuracy = {}
     for scale in args.beam_scales:
         model.beam_scale = scale
@@ -136,7 +136,7 @@ def run_lomtree(data, passes, args):
         "test_path": round(float(model.node_depth_[model.apply(X_test)].mean()), 2),
         "depth": stats["depth"],
         "mean_leaf_depth": round(stats["mean_leaf_depth"], 2), "n_swaps": stats["n_swaps"],
-        "beam_scale": ("-" if args.beam_width == 1 else beam_scale or "default"),
+        "beam_scale": "-" if args.beam_width == 1 else beam_scale,
         "validation_accuracy": tuning}
 
 
@@ -218,11 +218,7 @@ RUNNERS = {"lomtree": run_lomtree, "vw-log-multi": run_vw_log_multi, "ova-sgd": 
 
 
 def datasets(args):
-    """Yield ``(name, data seed, n_classes, (X_train, y_train, X_test, y_test))``.
-
-    With ``--validation F`` the test set is the last fraction F of the
-    training rows, and the models train on the rest.
-    """
+    """Yield ``(name, data seed, n_classes, (X_train, y_train, X_test, y_test))``."""
     for name in args.datasets:
         if name == "synthetic":
             splits = ((f"synthetic-{k}", seed, k, synthetic_split(k, seed, args))
@@ -230,9 +226,7 @@ def datasets(args):
         else:
             data = most_frequent_label_split(args.data_home, name)
             splits = [(name, "-", int(np.unique(data[1]).shape[0]), data)]
-        for label, seed, n_classes, data in splits:
-            yield label, seed, n_classes, (validation_split(data, args.validation)
-                                           if args.validation else data)
+        yield from splits
 
 
 def run(args) -> list[dict]:
@@ -272,9 +266,6 @@ def main(argv=None):
     parser.add_argument("--passes", nargs="+", type=int, default=[1])
     parser.add_argument("--data-seeds", nargs="+", type=int, default=[SEED],
                         help="seeds of the synthetic data (one problem per seed and k)")
-    parser.add_argument("--validation", type=float, default=0.0,
-                        help="evaluate on this last fraction of the training rows instead "
-                             "of the test set (for tuning)")
     parser.add_argument("--train-per-class", type=int, default=20)
     parser.add_argument("--n-test", type=int, default=10_000)
     parser.add_argument("--n-features", type=int, default=1000)
@@ -286,9 +277,9 @@ def main(argv=None):
                         help="LOMTree node regressor loss")
     parser.add_argument("--beam-width", type=int, default=8,
                         help="LOMTree prediction beam (1: the single path of the paper and VW)")
-    parser.add_argument("--beam-scales", nargs="+", type=float, default=[None],
-                        help="LOMTree beam scale c (default: the estimator's); with several, "
-                             "the best on held-out training rows (--tune-fraction)")
+    parser.add_argument("--beam-scales", nargs="+", type=float, default=[2.0],
+                        help="LOMTree beam scale c; with several, the best on held-out "
+                             "training rows (--tune-fraction)")
     parser.add_argument("--tune-fraction", type=float, default=0.2,
                         help="last fraction of the training rows that --beam-scales is "
                              "chosen on")

@@ -313,11 +313,25 @@ class ReferenceLOMTree:
                     candidates.append((log_prob, j))
                     continue
                 expanded = True
-                s = scale * self.regressors[node.regressor].score(x)
+                s = scale * self.regressors[node.regressor].score(x) / self.margin(j)
                 candidates.append((log_prob + log_sigmoid(s), node.right))
                 candidates.append((log_prob + log_sigmoid(-s), node.left))
             beam = sorted(candidates, key=lambda entry: -entry[0])[:beam_width]  # stable
         return beam
+
+    def margin(self, j):
+        """Half the gap between the mean scores of the classes node j sends right and left."""
+        node = self.nodes[j]
+        expected = node.total_score / node.total_trained if node.total_trained else 0.0
+        sides = {True: [0, 0.0], False: [0, 0.0]}  # right?: [n_v(y) summed, m_v(y) summed]
+        for y in sorted(node.trained):
+            side = sides[not expected > node.score_sum[y] / node.trained[y]]
+            side[0] += node.trained[y]
+            side[1] += node.score_sum[y]
+        if node.is_leaf() or not (sides[True][0] and sides[False][0]):
+            return 1.0
+        gap = (sides[True][1] / sides[True][0] - sides[False][1] / sides[False][0]) / 2
+        return gap if gap > 0 else 1.0
 
     def ranking(self, j):
         """Classes of node j by decreasing count (then id), with their float32 shares."""

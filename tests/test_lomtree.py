@@ -124,9 +124,12 @@ def test_beam_search_matches_reference_and_brute_force(loss, c):
         expected = [reference.leaf_of(x, width, c) for x in rows_of(X)]
         np.testing.assert_array_equal(builder.leaves(indptr, X.indices, X.data, width, c),
                                       expected, err_msg=f"beam_width={width}")
+    nodes = reference.nodes
+    margins = builder.routing_margins()
+    np.testing.assert_array_equal(margins, [reference.margin(j) for j in range(len(nodes))])
+    assert np.sum(margins != 1.0) >= 3  # the margins are exercised
     # A beam as wide as the tree explores every path: it must find the leaf
     # of largest path log-probability, computed here leaf by leaf.
-    nodes = reference.nodes
     leaves = [j for j, node in enumerate(nodes) if node.is_leaf()]
     found = builder.leaves(indptr, X.indices, X.data, len(nodes), c)
     for x, leaf in zip(rows_of(X), found):
@@ -134,7 +137,8 @@ def test_beam_search_matches_reference_and_brute_force(loss, c):
             total = 0.0
             while nodes[j].parent >= 0:
                 parent = nodes[nodes[j].parent]
-                s = c * reference.regressors[parent.regressor].score(x)
+                s = (c * reference.regressors[parent.regressor].score(x)
+                     / reference.margin(nodes[j].parent))
                 total += log_sigmoid(s if parent.right == j else -s)
                 j = nodes[j].parent
             return total
@@ -275,14 +279,13 @@ def test_predict_topk_matches_leaf_histograms():
     np.testing.assert_array_equal(model.predict(X[:200]), top[:, 0])
 
 
-@pytest.mark.parametrize("loss, default_scale", [("hinge", 4.0), ("logistic", 1.0)])
-def test_beam_scale_reaches_the_kernel(loss, default_scale):
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_beam_scale_reaches_the_kernel(loss):
     X, y = drifting_stream(4, n_samples=300, n_classes=10)
     model = LOMTree(loss=loss, beam_width=3).fit(X, y)
     indptr = X.indptr.astype(np.int64)
-    for scale in (None, 0.3, 7.0):  # set on the fitted model: prediction only
-        model.beam_scale = scale
-        c = default_scale if scale is None else scale
+    for c in (2.0, 0.3, 7.0):  # set on the fitted model: prediction only
+        model.beam_scale = c
         np.testing.assert_array_equal(model.apply(X), model._builder.leaves(
             indptr, X.indices, X.data, 3, c))
         top, scores = model.predict_topk(X, 3)
