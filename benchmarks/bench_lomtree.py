@@ -249,6 +249,30 @@ def run(args) -> list[dict]:
     return results
 
 
+def summarize_seeds(results: list[dict]) -> list[str]:
+    """Per (dataset, model, passes) over the data seeds: mean accuracy and, next to VW's
+    runs on the same seeds, the mean paired difference with its standard error."""
+    vw = {(r["dataset"], r["seed"], r["passes"]): r["accuracy"] for r in results
+          if r["model"] == "vw-log-multi"}
+    groups: dict[tuple, list[dict]] = {}
+    for row in results:
+        groups.setdefault((row["dataset"], row["model"], row["passes"]), []).append(row)
+    lines = []
+    for (name, model, passes), rows in groups.items():
+        accuracy = np.array([r["accuracy"] for r in rows])
+        line = (f"{name} {model} {passes} pass(es), {len(rows)} seeds: mean accuracy "
+                f"{accuracy.mean():.4f} (min {accuracy.min():.4f}, max {accuracy.max():.4f})")
+        paired = [(r["accuracy"], vw[name, r["seed"], passes]) for r in rows
+                  if (name, r["seed"], passes) in vw]
+        if model != "vw-log-multi" and len(paired) > 1:
+            gap = 100 * np.array([ours - theirs for ours, theirs in paired])
+            line += (f"; minus VW {gap.mean():+.3f} points, standard error "
+                     f"{gap.std(ddof=1) / math.sqrt(gap.size):.3f}, ahead on "
+                     f"{int(np.sum(gap > 0))}/{gap.size} seeds")
+        lines.append(line)
+    return lines
+
+
 COLUMNS = ("dataset", "seed", "classes", "n_train", "model", "passes", "accuracy", "train_s",
            "prepare_s", "predict_us", "test_path", "depth", "mean_leaf_depth", "log2_k",
            "beam_scale")
@@ -298,6 +322,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     print(" ".join(f"{c:>{max(8, len(c))}}" for c in COLUMNS))
     results = run(args)
+    if len(args.data_seeds) > 1:
+        print("\n".join(summarize_seeds(results)))
     if args.json:
         args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()},
                                          "results": results}, indent=2))
