@@ -23,9 +23,10 @@ Prediction follows the paper (one path, by the signs of the scores) or, with
 a beam width B > 1, a beam search: going right at v has probability
 ``sigmoid(c * h_v(x) / m_v)``, with c > 0 given at prediction time (the
 estimator's ``beam_scale``) and m_v the node's margin, the typical size of
-its scores (:meth:`LOMTreeBuilder.routing_margins`); the B most probable nodes are expanded level by level. The most probable leaf
-is the one :meth:`LOMTreeBuilder.leaves` reports; classes are ranked by their
-share in the mixture of the beam's leaves, each weighted by its probability
+its scores (:meth:`LOMTreeBuilder.routing_margins`); the B most probable
+nodes are expanded level by level. The most probable leaf is the one
+:meth:`LOMTreeBuilder.leaves` reports; classes are ranked by their share in
+the mixture of the beam's leaves, each weighted by its probability
 (normalised over the beam). B = 1 is exactly the single path.
 
 The slow pure-Python twin of these kernels is ``tests/lomtree_reference.py``;
@@ -457,8 +458,9 @@ cdef class LOMTreeBuilder:
         """Top-k classes of every row from the class histogram of its leaf.
 
         With ``beam_width`` > 1 the classes come from the probability-weighted
-        (going right at v: ``sigmoid(beam_scale * h_v(x) / m_v)``) mixture of the histograms of the leaves a beam search ends with (a
-        leaf no training example reached lends its nearest ancestor's); the
+        mixture of the histograms of the leaves a beam search ends with
+        (going right at v has probability ``sigmoid(beam_scale * h_v(x) / m_v)``;
+        a leaf no training example reached lends its nearest ancestor's); the
         scores are the mixture's shares, and the completion below starts
         from the most probable leaf.
 

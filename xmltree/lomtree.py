@@ -70,12 +70,12 @@ class LOMTree(Estimator):
         Nodes kept by the beam search of prediction. Going right at a node
         has probability ``sigmoid(beam_scale * score / margin)``, where the
         margin is half the gap between the node's mean training scores of
-        the classes it sends right and of those it sends left; classes are ranked
-        by their share in the mixture of the final beam's leaf histograms,
-        each leaf weighted by its probability. 1 follows the single path of
-        the score signs, as in the paper and Vowpal Wabbit; a prediction
-        evaluates at most about ``beam_width * depth`` regressors. Training
-        is not affected.
+        the classes it sends right and of those it sends left; classes are
+        ranked by their share in the mixture of the final beam's leaf
+        histograms, each leaf weighted by its probability. 1 follows the
+        single path of the score signs, as in the paper and Vowpal Wabbit; a
+        prediction evaluates at most about ``beam_width * depth`` regressors.
+        Training is not affected.
     beam_scale : float, default=2.0
         The scale c of the beam's routing probabilities: larger values trust
         the sign of each node's score more. Dividing the score by the node's
