@@ -50,13 +50,20 @@ SEED = 0
 # ----------------------------------------------------------------------------- data
 
 
-def synthetic_split(n_classes: int, args):
+def synthetic_split(n_classes: int, seed: int, args):
     """Train and test sets of one synthetic multiclass problem with ``n_classes``."""
     n_train = max(10_000, args.train_per_class * n_classes)
     X, y = make_synthetic(n_train + args.n_test, args.n_features, n_classes,
                           avg_features=args.avg_features, noise=args.noise,
-                          multiclass=True, random_state=SEED)[:2]
+                          multiclass=True, random_state=seed)[:2]
     return X[:n_train], y[:n_train], X[n_train:], y[n_train:]
+
+
+def validation_split(data, fraction: float):
+    """Split off the last ``fraction`` of the training rows as a validation set."""
+    X_train, y_train = data[:2]
+    n_fit = X_train.shape[0] - int(round(fraction * X_train.shape[0]))
+    return X_train[:n_fit], y_train[:n_fit], X_train[n_fit:], y_train[n_fit:]
 
 
 def most_frequent_label_split(data_home: Path, name: str):
@@ -84,11 +91,36 @@ def best_time(function, repeats: int):
     return result, best
 
 
+def make_lomtree(passes, beam_scale, args):
+    return LOMTree(epochs=passes, learning_rate=args.learning_rate, loss=args.loss,
+                   beam_width=args.beam_width, beam_scale=beam_scale,
+                   swap_resistance=args.swap_resistance, random_state=SEED)
+
+
+def choose_beam_scale(data, passes, args):
+    """Return the beam scale to test with and the validation accuracy of each candidate.
+
+    With several ``--beam-scales``, a tree trained with the same passes on
+    the first rows of the training set is evaluated on the last
+    ``--tune-fraction`` of them for every candidate (the scale acts at
+    prediction only, so one tree serves all), and the most accurate
+    candidate wins (ties: the first listed). The test set is not touched.
+    """
+    if len(args.beam_scales) == 1 or args.beam_width == 1:
+        return args.beam_scales[0], {}
+    X_fit, y_fit, X_valid, y_valid = validation_split(data, args.tune_fraction)
+    model = make_lomtree(passes, args.beam_scales[0], args).fit(X_fit, y_fit)
+    accuracy = {}
+    for scale in args.beam_scales:
+        model.beam_scale = scale
+        accuracy[scale] = round(float(np.mean(model.predict(X_valid) == y_valid)), 4)
+    return max(args.beam_scales, key=lambda scale: accuracy[scale]), accuracy
+
+
 def run_lomtree(data, passes, args):
     X_train, y_train, X_test, _ = data
-    model = LOMTree(epochs=passes, learning_rate=args.learning_rate, loss=args.loss,
-                    beam_width=args.beam_width, swap_resistance=args.swap_resistance,
-                    random_state=SEED)
+    beam_scale, tuning = choose_beam_scale(data, passes, args)
+    model = make_lomtree(passes, beam_scale, args)
     start = time.perf_counter()
     model.fit(X_train, y_train)
     train_seconds = time.perf_counter() - start
@@ -103,7 +135,9 @@ def run_lomtree(data, passes, args):
         "prepare_s": round(prepare_seconds, 3),
         "test_path": round(float(model.node_depth_[model.apply(X_test)].mean()), 2),
         "depth": stats["depth"],
-        "mean_leaf_depth": round(stats["mean_leaf_depth"], 2), "n_swaps": stats["n_swaps"]}
+        "mean_leaf_depth": round(stats["mean_leaf_depth"], 2), "n_swaps": stats["n_swaps"],
+        "beam_scale": "-" if args.beam_width == 1 else beam_scale,
+        "validation_accuracy": tuning}
 
 
 def _vw_lines(X, labels=None):
@@ -184,26 +218,28 @@ RUNNERS = {"lomtree": run_lomtree, "vw-log-multi": run_vw_log_multi, "ova-sgd": 
 
 
 def datasets(args):
-    """Yield ``(name, n_classes, (X_train, y_train, X_test, y_test))``."""
+    """Yield ``(name, data seed, n_classes, (X_train, y_train, X_test, y_test))``."""
     for name in args.datasets:
         if name == "synthetic":
-            for k in args.classes:
-                yield f"synthetic-{k}", k, synthetic_split(k, args)
+            splits = ((f"synthetic-{k}", seed, k, synthetic_split(k, seed, args))
+                      for k in args.classes for seed in args.data_seeds)
         else:
             data = most_frequent_label_split(args.data_home, name)
-            yield name, int(np.unique(data[1]).shape[0]), data
+            splits = [(name, "-", int(np.unique(data[1]).shape[0]), data)]
+        yield from splits
 
 
 def run(args) -> list[dict]:
     results = []
-    for name, n_classes, data in datasets(args):
+    for name, seed, n_classes, data in datasets(args):
         for model in args.models:
             if model == "ova-sgd" and n_classes > args.ova_max_classes:
                 continue
             for passes in args.passes:
                 predicted, train_s, predict_s, extra = RUNNERS[model](data, passes, args)
-                row = {"dataset": name, "classes": n_classes, "n_train": data[0].shape[0],
-                       "n_test": data[2].shape[0], "model": model, "passes": passes,
+                row = {"dataset": name, "seed": seed, "classes": n_classes,
+                       "n_train": data[0].shape[0], "n_test": data[2].shape[0],
+                       "model": model, "passes": passes,
                        "accuracy": round(float(np.mean(predicted == data[3])), 4),
                        "train_s": round(train_s, 3),
                        "predict_us": round(1e6 * predict_s / max(1, data[2].shape[0]), 2),
@@ -213,8 +249,33 @@ def run(args) -> list[dict]:
     return results
 
 
-COLUMNS = ("dataset", "classes", "n_train", "model", "passes", "accuracy", "train_s",
-           "prepare_s", "predict_us", "test_path", "depth", "mean_leaf_depth", "log2_k")
+def summarize_seeds(results: list[dict]) -> list[str]:
+    """Per (dataset, model, passes) over the data seeds: mean accuracy and, next to VW's
+    runs on the same seeds, the mean paired difference with its standard error."""
+    vw = {(r["dataset"], r["seed"], r["passes"]): r["accuracy"] for r in results
+          if r["model"] == "vw-log-multi"}
+    groups: dict[tuple, list[dict]] = {}
+    for row in results:
+        groups.setdefault((row["dataset"], row["model"], row["passes"]), []).append(row)
+    lines = []
+    for (name, model, passes), rows in groups.items():
+        accuracy = np.array([r["accuracy"] for r in rows])
+        line = (f"{name} {model} {passes} pass(es), {len(rows)} seeds: mean accuracy "
+                f"{accuracy.mean():.4f} (min {accuracy.min():.4f}, max {accuracy.max():.4f})")
+        paired = [(r["accuracy"], vw[name, r["seed"], passes]) for r in rows
+                  if (name, r["seed"], passes) in vw]
+        if model != "vw-log-multi" and len(paired) > 1:
+            gap = 100 * np.array([ours - theirs for ours, theirs in paired])
+            line += (f"; minus VW {gap.mean():+.3f} points, standard error "
+                     f"{gap.std(ddof=1) / math.sqrt(gap.size):.3f}, ahead on "
+                     f"{int(np.sum(gap > 0))}/{gap.size} seeds")
+        lines.append(line)
+    return lines
+
+
+COLUMNS = ("dataset", "seed", "classes", "n_train", "model", "passes", "accuracy", "train_s",
+           "prepare_s", "predict_us", "test_path", "depth", "mean_leaf_depth", "log2_k",
+           "beam_scale")
 
 
 def format_row(row: dict) -> str:
@@ -227,6 +288,8 @@ def main(argv=None):
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument("--classes", nargs="+", type=int, default=[100, 1000, 10000])
     parser.add_argument("--passes", nargs="+", type=int, default=[1])
+    parser.add_argument("--data-seeds", nargs="+", type=int, default=[SEED],
+                        help="seeds of the synthetic data (one problem per seed and k)")
     parser.add_argument("--train-per-class", type=int, default=20)
     parser.add_argument("--n-test", type=int, default=10_000)
     parser.add_argument("--n-features", type=int, default=1000)
@@ -238,6 +301,12 @@ def main(argv=None):
                         help="LOMTree node regressor loss")
     parser.add_argument("--beam-width", type=int, default=8,
                         help="LOMTree prediction beam (1: the single path of the paper and VW)")
+    parser.add_argument("--beam-scales", nargs="+", type=float, default=[2.0],
+                        help="LOMTree beam scale c; with several, the best on held-out "
+                             "training rows (--tune-fraction)")
+    parser.add_argument("--tune-fraction", type=float, default=0.2,
+                        help="last fraction of the training rows that --beam-scales is "
+                             "chosen on")
     parser.add_argument("--swap-resistance", type=float, default=4)
     parser.add_argument("--vw-learning-rate", type=float, default=0.5,
                         help="VW -l (its default is 0.5)")
@@ -253,6 +322,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     print(" ".join(f"{c:>{max(8, len(c))}}" for c in COLUMNS))
     results = run(args)
+    if len(args.data_seeds) > 1:
+        print("\n".join(summarize_seeds(results)))
     if args.json:
         args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()},
                                          "results": results}, indent=2))

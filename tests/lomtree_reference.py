@@ -291,16 +291,16 @@ class ReferenceLOMTree:
                     return
             j = self._train_node(j, x, y)
 
-    def leaf_of(self, x, beam_width=1):
+    def leaf_of(self, x, beam_width=1, scale=1.0):
         if beam_width == 1:  # the single path of the score signs
             j = 0
             while not self.nodes[j].is_leaf():
                 node = self.nodes[j]
                 j = node.left if self.regressors[node.regressor].score(x) < 0.0 else node.right
             return j
-        return self.beam_leaves(x, beam_width)[0][1]
+        return self.beam_leaves(x, beam_width, scale)[0][1]
 
-    def beam_leaves(self, x, beam_width):
+    def beam_leaves(self, x, beam_width, scale):
         """The ``(log-probability, leaf)`` pairs a beam search ends with, best first."""
         beam = [(0.0, 0)]
         expanded = True
@@ -313,11 +313,25 @@ class ReferenceLOMTree:
                     candidates.append((log_prob, j))
                     continue
                 expanded = True
-                s = self.routing_scale() * self.regressors[node.regressor].score(x)
+                s = scale * self.regressors[node.regressor].score(x) / self.margin(j)
                 candidates.append((log_prob + log_sigmoid(s), node.right))
                 candidates.append((log_prob + log_sigmoid(-s), node.left))
             beam = sorted(candidates, key=lambda entry: -entry[0])[:beam_width]  # stable
         return beam
+
+    def margin(self, j):
+        """Half the gap between the mean scores of the classes node j sends right and left."""
+        node = self.nodes[j]
+        expected = node.total_score / node.total_trained if node.total_trained else 0.0
+        sides = {True: [0, 0.0], False: [0, 0.0]}  # right?: [n_v(y) summed, m_v(y) summed]
+        for y in sorted(node.trained):
+            side = sides[not expected > node.score_sum[y] / node.trained[y]]
+            side[0] += node.trained[y]
+            side[1] += node.score_sum[y]
+        if node.is_leaf() or not (sides[True][0] and sides[False][0]):
+            return 1.0
+        gap = (sides[True][1] / sides[True][0] - sides[False][1] / sides[False][0]) / 2
+        return gap if gap > 0 else 1.0
 
     def ranking(self, j):
         """Classes of node j by decreasing count (then id), with their float32 shares."""
@@ -326,13 +340,13 @@ class ReferenceLOMTree:
         ranked = sorted(reached.items(), key=lambda item: (-item[1], item[0]))
         return [(label, float(np.float32(count / total))) for label, count in ranked]
 
-    def predict_topk(self, x, k, beam_width=1):
+    def predict_topk(self, x, k, beam_width=1, scale=1.0):
         """The kernel's top-k ``(class, score)`` list (shorter when too few classes are known)."""
         listed = []
         if beam_width == 1:
             leaf = self.leaf_of(x)
         else:
-            beam = self.beam_leaves(x, beam_width)
+            beam = self.beam_leaves(x, beam_width, scale)
             leaf, best = beam[0][1], beam[0][0]
             total = 0.0
             for log_prob, _ in beam:
@@ -353,10 +367,6 @@ class ReferenceLOMTree:
                     listed.append((label, share if j == leaf else 0.0))
             j = self.nodes[j].parent
         return listed
-
-    def routing_scale(self):
-        """c of P(right) = sigmoid(c * score) in the beam search."""
-        return 4.0 if self.loss == "hinge" else 1.0
 
 
 def rows_of(X):

@@ -115,41 +115,45 @@ def test_kernel_matches_reference_with_large_budget(loss):
     assert_same_state(builder.get_state(), reference_arrays(reference))
 
 
-@pytest.mark.parametrize("loss", ["hinge", "logistic"])
-def test_beam_search_matches_reference_and_brute_force(loss):
+@pytest.mark.parametrize("loss, c", [("hinge", 4.0), ("hinge", 0.5), ("logistic", 1.0)])
+def test_beam_search_matches_reference_and_brute_force(loss, c):
     X, y = drifting_stream(7, n_samples=300, n_classes=10)
     builder, reference = train_both(X, y, 9, loss=loss)
     indptr = X.indptr.astype(np.int64)
     for width in (1, 2, 3, 19):
-        expected = [reference.leaf_of(x, width) for x in rows_of(X)]
-        np.testing.assert_array_equal(builder.leaves(indptr, X.indices, X.data, width),
+        expected = [reference.leaf_of(x, width, c) for x in rows_of(X)]
+        np.testing.assert_array_equal(builder.leaves(indptr, X.indices, X.data, width, c),
                                       expected, err_msg=f"beam_width={width}")
+    nodes = reference.nodes
+    margins = builder.routing_margins()
+    np.testing.assert_array_equal(margins, [reference.margin(j) for j in range(len(nodes))])
+    assert np.sum(margins != 1.0) >= 3  # the margins are exercised
     # A beam as wide as the tree explores every path: it must find the leaf
     # of largest path log-probability, computed here leaf by leaf.
-    nodes, c = reference.nodes, reference.routing_scale()
     leaves = [j for j, node in enumerate(nodes) if node.is_leaf()]
-    found = builder.leaves(indptr, X.indices, X.data, len(nodes))
+    found = builder.leaves(indptr, X.indices, X.data, len(nodes), c)
     for x, leaf in zip(rows_of(X), found):
         def path_log_prob(j, x=x):
             total = 0.0
             while nodes[j].parent >= 0:
                 parent = nodes[nodes[j].parent]
-                s = c * reference.regressors[parent.regressor].score(x)
+                s = (c * reference.regressors[parent.regressor].score(x)
+                     / reference.margin(nodes[j].parent))
                 total += log_sigmoid(s if parent.right == j else -s)
                 j = nodes[j].parent
             return total
         assert path_log_prob(leaf) == pytest.approx(max(map(path_log_prob, leaves)), abs=1e-9)
 
 
-@pytest.mark.parametrize("loss", ["hinge", "logistic"])
-def test_predict_topk_matches_reference(loss):
+@pytest.mark.parametrize("loss, c", [("hinge", 4.0), ("hinge", 0.5), ("logistic", 1.0)])
+def test_predict_topk_matches_reference(loss, c):
     X, y = drifting_stream(8, n_samples=300, n_classes=10)
     builder, reference = train_both(X, y, 9, loss=loss)
     indptr = X.indptr.astype(np.int64)
     for width, k in ((1, 3), (2, 1), (3, 4), (8, 10), (19, 2)):
-        labels, scores = builder.predict_topk(indptr, X.indices, X.data, k, 2, width)
+        labels, scores = builder.predict_topk(indptr, X.indices, X.data, k, 2, width, c)
         for row, x in enumerate(rows_of(X)):
-            expected = reference.predict_topk(x, k, width)
+            expected = reference.predict_topk(x, k, width, c)
             assert len(expected) == k  # every class was seen by this stream
             np.testing.assert_array_equal(labels[row], [label for label, _ in expected],
                                           err_msg=f"beam_width={width}, row {row}")
@@ -231,6 +235,11 @@ def test_builder_rejects_out_of_range_input():
         builder.leaves(indptr, X.indices, X.data, 0)
     with pytest.raises(ValueError, match="beam_width"):
         builder.predict_topk(indptr, X.indices, X.data, 1, 1, 0)
+    for scale in (0.0, -1.0, math.inf, math.nan):
+        with pytest.raises(ValueError, match="beam_scale"):
+            builder.leaves(indptr, X.indices, X.data, 2, scale)
+        with pytest.raises(ValueError, match="beam_scale"):
+            builder.predict_topk(indptr, X.indices, X.data, 1, 1, 2, scale)
 
 
 # ---------------------------------------------------------------------- estimator
@@ -268,6 +277,24 @@ def test_predict_topk_matches_leaf_histograms():
         assert len(set(top[row])) == 4
         assert np.all(np.diff(scores[row]) <= 0)
     np.testing.assert_array_equal(model.predict(X[:200]), top[:, 0])
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_beam_scale_reaches_the_kernel(loss):
+    X, y = drifting_stream(4, n_samples=300, n_classes=10)
+    model = LOMTree(loss=loss, beam_width=3).fit(X, y)
+    indptr = X.indptr.astype(np.int64)
+    for c in (2.0, 0.3, 7.0):  # set on the fitted model: prediction only
+        model.beam_scale = c
+        np.testing.assert_array_equal(model.apply(X), model._builder.leaves(
+            indptr, X.indices, X.data, 3, c))
+        top, scores = model.predict_topk(X, 3)
+        expected = model._builder.predict_topk(indptr, X.indices, X.data, 3, 1, 3, c)
+        np.testing.assert_array_equal(top, model.classes_[expected[0]])
+        np.testing.assert_array_equal(scores, expected[1])
+    model.beam_scale = -1.0
+    with pytest.raises(ValueError, match="beam_scale"):
+        model.predict(X)
 
 
 def test_partial_fit_over_batches_equals_fit():
@@ -377,7 +404,8 @@ def test_single_class_and_empty_batches():
 @pytest.mark.parametrize("params, name", [
     ({"swap_resistance": -1}, "swap_resistance"), ({"optimizer": "adam"}, "optimizer"),
     ({"learning_rate": 0}, "learning_rate"), ({"epochs": 0}, "epochs"), ({"loss": "log"}, "loss"),
-    ({"beam_width": 0}, "beam_width"),
+    ({"beam_width": 0}, "beam_width"), ({"beam_scale": 0}, "beam_scale"),
+    ({"beam_scale": math.inf}, "beam_scale"), ({"beam_scale": "4"}, "beam_scale"),
     ({"max_internal_nodes": 0}, "max_internal_nodes"), ({"n_jobs": 0}, "n_jobs"),
 ])
 def test_rejects_bad_parameters(params, name):

@@ -60,10 +60,10 @@ cdef class LOMTreeBuilder:
     cdef readonly float64_t learning_rate      # step size of the node regressors
     cdef OptimizerKind optimizer               # SGD or NAG (shared _optim kernels)
     cdef LossKind loss                         # loss of the node regressors
-    cdef float64_t routing_scale               # P(right at v) = sigmoid(routing_scale * h_v(x))
     cdef readonly int64_t n_swaps              # swaps performed so far
     cdef readonly int64_t n_examples_seen      # training examples processed so far
     cdef object ranking                        # cached _ranked_histograms(); None when stale
+    cdef object margins                        # cached routing_margins(); None when stale
 
     cdef ClassStats* _observe_class(self, index_t node, index_t label) noexcept nogil
     cdef void _update_min_count(self, index_t node) noexcept nogil
@@ -81,9 +81,11 @@ cdef class LOMTreeBuilder:
     cdef index_t _descend(self, const index_t* indices, const float32_t* values,
                           index_t nnz) noexcept nogil
     cdef int _beam_search(self, const index_t* indices, const float32_t* values,
-                          index_t nnz, int width, BeamEntry* work) noexcept nogil
+                          index_t nnz, int width, float64_t scale, const float64_t* margins,
+                          BeamEntry* work) noexcept nogil
     cdef index_t _route(self, const index_t* indices, const float32_t* values, index_t nnz,
-                        int width, BeamEntry* work) noexcept nogil
+                        int width, float64_t scale, const float64_t* margins,
+                        BeamEntry* work) noexcept nogil
     cdef int _mix_histograms(self, const BeamEntry* beam, int n_beam, const int64_t* rank_ptr,
                              const index_t* rank_label, const float32_t* rank_score, int k,
                              float64_t* mass, unsigned char* listed, index_t* touched,

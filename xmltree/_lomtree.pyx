@@ -21,11 +21,12 @@ stream length when RS >= 4.
 
 Prediction follows the paper (one path, by the signs of the scores) or, with
 a beam width B > 1, a beam search: going right at v has probability
-``sigmoid(c * h_v(x))`` (c = 4 for the hinge loss, whose scores sit on a
-[-1, 1] margin scale, and 1 for the logistic loss, whose scores are logits);
-the B most probable nodes are expanded level by level. The most probable leaf
-is the one :meth:`LOMTreeBuilder.leaves` reports; classes are ranked by their
-share in the mixture of the beam's leaves, each weighted by its probability
+``sigmoid(c * h_v(x) / m_v)``, with c > 0 given at prediction time (the
+estimator's ``beam_scale``) and m_v the node's margin, the typical size of
+its scores (:meth:`LOMTreeBuilder.routing_margins`); the B most probable
+nodes are expanded level by level. The most probable leaf is the one
+:meth:`LOMTreeBuilder.leaves` reports; classes are ranked by their share in
+the mixture of the beam's leaves, each weighted by its probability
 (normalised over the beam). B = 1 is exactly the single path.
 
 The slow pure-Python twin of these kernels is ``tests/lomtree_reference.py``;
@@ -119,7 +120,6 @@ cdef class LOMTreeBuilder:
         self.learning_rate = learning_rate
         self.optimizer = OPTIMIZER_NAG if optimizer == "nag" else OPTIMIZER_SGD
         self.loss = LOSS_HINGE if loss == "hinge" else LOSS_LOGISTIC
-        self.routing_scale = 4.0 if self.loss == LOSS_HINGE else 1.0
         # np.zeros maps untouched pages lazily, so an unused slot costs no memory.
         self.weights = np.zeros((max_internal_nodes, n_features + 1))
         self.scale = np.zeros((max_internal_nodes, n_features + 1))
@@ -358,6 +358,7 @@ cdef class LOMTreeBuilder:
         cdef Py_ssize_t i
         cdef int64_t row
         self.ranking = None
+        self.margins = None
         with nogil:
             for i in range(rows.shape[0]):
                 row = rows[i]
@@ -379,8 +380,11 @@ cdef class LOMTreeBuilder:
         return node
 
     cdef int _beam_search(self, const index_t* indices, const float32_t* values,
-                          index_t nnz, int width, BeamEntry* work) noexcept nogil:
+                          index_t nnz, int width, float64_t scale, const float64_t* margins,
+                          BeamEntry* work) noexcept nogil:
         """Beam search of `width` nodes; return how many leaves it ends with.
+
+        Going right at v has probability ``sigmoid(scale * h_v(x) / margins[v])``.
 
         `work` holds 3 * width entries: the beam, then the candidates. On
         return the beam (the first entries) holds leaves only, most probable first.
@@ -404,8 +408,8 @@ cdef class LOMTreeBuilder:
                     n_candidates += 1
                     continue
                 expanded = True
-                s = self.routing_scale * score(&self.regressors[v.regressor], indices, values,
-                                               nnz)
+                s = (scale * score(&self.regressors[v.regressor], indices, values, nnz)
+                     / margins[beam[i].node])
                 # Right first: on a tie (s == 0) it wins, as on the single path.
                 candidates[n_candidates].log_prob = beam[i].log_prob + _log_sigmoid(s)
                 candidates[n_candidates].node = v.right
@@ -416,20 +420,23 @@ cdef class LOMTreeBuilder:
         return n_beam
 
     cdef index_t _route(self, const index_t* indices, const float32_t* values, index_t nnz,
-                        int width, BeamEntry* work) noexcept nogil:
+                        int width, float64_t scale, const float64_t* margins,
+                        BeamEntry* work) noexcept nogil:
         """Return the leaf of x: the single path when `width` is 1, else the beam search."""
         if width == 1:
             return self._descend(indices, values, nnz)
-        self._beam_search(indices, values, nnz, width, work)
+        self._beam_search(indices, values, nnz, width, scale, margins, work)
         return work[0].node
 
-    def leaves(self, indptr, indices, data, int beam_width=1):
+    def leaves(self, indptr, indices, data, int beam_width=1, double beam_scale=1.0):
         """Return the leaf id (int32) reached by every row of a CSR matrix.
 
-        ``beam_width`` > 1 selects the leaf by beam search (see the module notes).
+        ``beam_width`` > 1 selects the leaf by beam search with routing
+        probabilities ``sigmoid(beam_scale * h_v(x) / m_v)`` (see the module
+        notes and :meth:`routing_margins`).
         """
-        if beam_width < 1:
-            raise ValueError("beam_width must be at least 1")
+        _check_beam(beam_width, beam_scale)
+        cdef const float64_t[::1] margins = self._cached_margins()
         cdef const offset_t[::1] ptr = _checked_indptr(indptr, indices, data, self.n_features)
         cdef const index_t* all_indices = _data_pointer_i(indices)
         cdef const float32_t* all_values = _data_pointer_f(data)
@@ -442,15 +449,18 @@ cdef class LOMTreeBuilder:
             for row in range(leaf.shape[0]):
                 leaf[row] = self._route(_row_indices(ptr, all_indices, row),
                                         _row_values(ptr, all_values, row),
-                                        <index_t>(ptr[row + 1] - ptr[row]), beam_width, work)
+                                        <index_t>(ptr[row + 1] - ptr[row]), beam_width,
+                                        beam_scale, &margins[0], work)
         return out
 
-    def predict_topk(self, indptr, indices, data, int k, int n_threads=1, int beam_width=1):
+    def predict_topk(self, indptr, indices, data, int k, int n_threads=1, int beam_width=1,
+                     double beam_scale=1.0):
         """Top-k classes of every row from the class histogram of its leaf.
 
         With ``beam_width`` > 1 the classes come from the probability-weighted
-        mixture of the histograms of the leaves a beam search ends with (a
-        leaf no training example reached lends its nearest ancestor's); the
+        mixture of the histograms of the leaves a beam search ends with
+        (going right at v has probability ``sigmoid(beam_scale * h_v(x) / m_v)``;
+        a leaf no training example reached lends its nearest ancestor's); the
         scores are the mixture's shares, and the completion below starts
         from the most probable leaf.
 
@@ -468,8 +478,7 @@ cdef class LOMTreeBuilder:
         """
         if k < 1:
             raise ValueError("k must be at least 1")
-        if beam_width < 1:
-            raise ValueError("beam_width must be at least 1")
+        _check_beam(beam_width, beam_scale)
         cdef const offset_t[::1] ptr = _checked_indptr(indptr, indices, data, self.n_features)
         n_threads = max(1, n_threads)
         cdef unsigned char[::1] work_bytes = _beam_buffer(n_threads, beam_width)
@@ -482,6 +491,7 @@ cdef class LOMTreeBuilder:
         if self.ranking is None:
             self.ranking = self._ranked_histograms()
         rank_ptr_array, rank_label_array, rank_score_array = self.ranking
+        cdef const float64_t[::1] margins = self._cached_margins()
         cdef const int64_t[::1] rank_ptr = rank_ptr_array
         cdef const index_t[::1] rank_label = rank_label_array
         cdef const float32_t[::1] rank_score = rank_score_array
@@ -511,7 +521,7 @@ cdef class LOMTreeBuilder:
                     n_beam = self._beam_search(_row_indices(ptr, all_indices, row),
                                                _row_values(ptr, all_values, row),
                                                <index_t>(ptr[row + 1] - ptr[row]), beam_width,
-                                               beam)
+                                               beam_scale, &margins[0], beam)
                     leaf = beam[0].node
                     filled = self._mix_histograms(
                         beam, n_beam, &rank_ptr[0], &rank_label[0], &rank_score[0], k,
@@ -599,6 +609,47 @@ cdef class LOMTreeBuilder:
                     filled += 1
                 entry += 1
             node = self.nodes[node].parent
+
+    def _cached_margins(self):
+        """Return :meth:`routing_margins`, computed once per trained state."""
+        if self.margins is None:
+            self.margins = self.routing_margins()
+        return self.margins
+
+    def routing_margins(self):
+        """Per node v, the margin m_v that the beam divides the scores of h_v by.
+
+        m_v is half the gap between the mean training score of the classes v
+        sends right (``e_v(y) >= E_v``, the target rule of training) and that
+        of the classes it sends left, each class weighted by its n_v(y): the
+        typical size of a score at v, which differs a lot between nodes of
+        one tree (deep nodes of unbalanced trees separate their classes by
+        small scores). It is 1 for leaves and where a side has no class or
+        the gap is not positive.
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (n_nodes,)
+        """
+        state = self.stats_arrays()
+        nodes = self.node_arrays()
+        ptr, trained, sums = state["stats_ptr"], state["stats_trained"], state["stats_score_sum"]
+        n_nodes = len(ptr) - 1
+        node_of_entry = np.repeat(np.arange(n_nodes), np.diff(ptr))
+        node_mean = nodes["score_sum"] / np.maximum(nodes["n_trained"], 1)
+        class_mean = sums / np.maximum(trained, 1)
+        seen = trained > 0
+        right = seen & ~(node_mean[node_of_entry] > class_mean)
+        left = seen & ~right
+        side_means = []
+        for side in (right, left):
+            count = np.bincount(node_of_entry[side], trained[side], minlength=n_nodes)
+            total = np.bincount(node_of_entry[side], sums[side], minlength=n_nodes)
+            side_means.append(np.divide(total, count, out=np.zeros(n_nodes), where=count > 0))
+        gap = (side_means[0] - side_means[1]) / 2
+        usable = (np.bincount(node_of_entry[right], minlength=n_nodes) > 0) & (
+            np.bincount(node_of_entry[left], minlength=n_nodes) > 0) & (gap > 0)
+        return np.where(usable, gap, 1.0)
 
     def _ranked_histograms(self):
         """Per node, its classes by decreasing count (CSR) with their share of the node."""
@@ -772,6 +823,14 @@ cdef int _keep_most_probable(const BeamEntry* candidates, int n_candidates, Beam
         if n_out < width:
             n_out += 1
     return n_out
+
+
+def _check_beam(int beam_width, double beam_scale):
+    """Raise ValueError unless the beam has at least one node and a positive finite scale."""
+    if beam_width < 1:
+        raise ValueError("beam_width must be at least 1")
+    if not 0.0 < beam_scale < float("inf"):
+        raise ValueError(f"beam_scale must be positive and finite, got {beam_scale!r}")
 
 
 def _beam_buffer(int n_threads, int beam_width):

@@ -204,6 +204,7 @@ _HYPER_PARAMETERS = (
     ("swap_resistance", float, "LOMtree: swap resistance RS"),
     ("loss", ("hinge", "logistic"), "LOMtree: loss of the node regressors"),
     ("beam_width", int, "LOMtree: prediction beam width (1: the single path)"),
+    ("beam_scale", float, "LOMtree: scale c of the beam's routing probabilities"),
     ("dim", int, "learned-tree: embedding dimension"),
     ("tree", ("learned", "huffman", "random", "flat"), "learned-tree: label tree"),
     ("ngrams", int, "learned-tree: longest word n-gram"),
