@@ -14,7 +14,14 @@ from xmltree import _rerank
 from xmltree._persistence import load_model, save_model
 from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
 from xmltree.metrics import inverse_propensity
-from xmltree.rerank import STATE_PREFIX, Reranker, TailScorer, propensity_weighted_targets, rerank
+from xmltree.rerank import (
+    STATE_PREFIX,
+    Reranker,
+    TailScorer,
+    make_reranker,
+    propensity_weighted_targets,
+    rerank,
+)
 
 # ----------------------------------------------------------------------------- references
 
@@ -572,3 +579,19 @@ def test_propensity_weighted_targets(rng):
     c = (math.log(n) - 1) * (1.5 + 1) ** 0.55
     inverse = 1 + c * (frequencies + 1.5) ** -0.55
     np.testing.assert_allclose(weighted.toarray(), Y * inverse[None, :], rtol=1e-5)
+
+
+def test_make_reranker_from_an_estimator_setting():
+    assert make_reranker(False) is None and make_reranker(np.bool_(False)) is None
+    assert make_reranker(True).get_params() == Reranker().get_params()
+    assert make_reranker({}).get_params() == Reranker().get_params()
+    made = make_reranker({"gamma": 30, "propensity_exponent": 1})
+    assert made.get_params() == Reranker(gamma=30.0, propensity_exponent=1.0).get_params()
+    assert not hasattr(made, "scorer_")
+    with pytest.raises(ValueError, match="unknown re-ranker parameter 7"):
+        make_reranker({7: 1.0})
+    with pytest.raises(ValueError, match="rerank: gamma must be"):
+        make_reranker({"gamma": -1.0})
+    for bad in (None, "True", 0, 1.0, ["alpha"]):
+        with pytest.raises(ValueError, match="rerank must be True, False or a dict"):
+            make_reranker(bad)

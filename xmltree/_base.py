@@ -74,10 +74,7 @@ class Estimator:
 
     def _json_params(self) -> dict:
         """The constructor parameters as plain Python values ``json`` can store."""
-        return {
-            name: value.item() if isinstance(value, np.generic) else value
-            for name, value in self.get_params().items()
-        }
+        return {name: _plain(value) for name, value in self.get_params().items()}
 
     def __repr__(self) -> str:
         defaults = type(self)().get_params()
@@ -113,6 +110,13 @@ class Estimator:
         """
         _, params, arrays = load_model(path, kind=cls._KIND)
         return cls._from_state(params, arrays)
+
+
+def _plain(value):
+    """``value`` with NumPy scalars, also inside a dict of settings, made Python scalars."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def is_int(value) -> bool:

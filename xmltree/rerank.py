@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping
 from numbers import Integral, Real
 
 import numpy as np
@@ -73,7 +74,13 @@ from ._validation import check_csr_structure, check_features, check_labels
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 from .metrics import inverse_propensity
 
-__all__ = ["TailScorer", "Reranker", "rerank", "propensity_weighted_targets"]
+__all__ = [
+    "TailScorer",
+    "Reranker",
+    "make_reranker",
+    "rerank",
+    "propensity_weighted_targets",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -681,6 +688,42 @@ class Reranker(Estimator):
         reranker.scorer_ = scorer
         reranker.inverse_propensity_ = q
         return reranker
+
+
+def make_reranker(setting) -> Reranker | None:
+    """Return the unfitted re-ranker that an estimator's ``rerank`` parameter asks for.
+
+    Parameters
+    ----------
+    setting : bool or dict
+        ``False``: no re-ranker; ``True``: one with the default settings; a
+        dict: keyword arguments of :class:`Reranker` (the others keep their
+        defaults), e.g. ``{"alpha": 0.8, "gamma": 1.0, "propensity_exponent": 1.0}``.
+
+    Returns
+    -------
+    Reranker or None
+
+    Raises
+    ------
+    ValueError
+        On another type, a key that is not a :class:`Reranker` parameter, or
+        an invalid value; the message names the key.
+    """
+    if isinstance(setting, (bool, np.bool_)):
+        return Reranker() if setting else None
+    if not isinstance(setting, Mapping):
+        raise ValueError(
+            f"rerank must be True, False or a dict of Reranker parameters, got {setting!r}"
+        )
+    valid = Reranker._param_names()
+    unknown = [key for key in setting if key not in valid]
+    if unknown:
+        raise ValueError(f"rerank: unknown re-ranker parameter {unknown[0]!r}; valid: {valid}")
+    try:
+        return Reranker(**setting)
+    except ValueError as exc:
+        raise ValueError(f"rerank: {exc}") from None
 
 
 #: Constructor parameters stored with a fitted re-ranker.
