@@ -252,6 +252,36 @@ def test_tampered_model_contents_are_refused(rng, tmp_path, tamper):
         LdSM.load(path)
 
 
+def test_version_1_files_load_or_are_refused_saying_what_to_do(rng, tmp_path):
+    from test_rerank import first_layout, write_version_1
+
+    model, _ = model_from_random_trees(rng)
+    X = random_features(rng, 50, N_FEATURES)
+    Y = sp.csr_matrix(rng.random((50, N_LABELS)) < 0.2, dtype=np.float32)
+    model.reranker_ = Reranker(propensity_exponent=1.0).fit(X, Y, n_labels=N_LABELS)
+    params, arrays = model._get_state()
+    trees = {name: array for name, array in arrays.items() if name.startswith("tree")}
+    plain_params = {name: value for name, value in params.items() if name != "reranker"}
+    path = tmp_path / "model.npz"
+    # Without a re-ranker, and with the re-ranker's current layout, version 1
+    # files hold what version 2 files hold: they load and predict the same.
+    for stored_params, stored_arrays, rerank in [(plain_params, trees, False),
+                                                 (params, arrays, True)]:
+        write_version_1(path, "ldsm", stored_params, stored_arrays)
+        loaded = xmltree.load(path)
+        assert (loaded.reranker_ is not None) == rerank
+        for a, b in zip(model.predict(X, k=4, rerank=rerank),
+                        loaded.predict(X, k=4, rerank=rerank)):
+            np.testing.assert_array_equal(a, b)
+    # A re-ranker of the first layout cannot be rebuilt: refused, with remedies.
+    old_reranker, old_arrays = first_layout(params["reranker"], arrays)
+    write_version_1(path, "ldsm", {**params, "reranker": old_reranker}, {**trees, **old_arrays})
+    for load in (xmltree.load, LdSM.load):
+        with pytest.raises(ModelFormatError, match=r"format version 1\).*train the model again"
+                           ".*model.reranker_ = None"):
+            load(path)
+
+
 def test_damaged_model_files_are_refused(rng, tmp_path):
     model, _ = model_from_random_trees(rng)
     path = tmp_path / "model.npz"

@@ -394,8 +394,8 @@ def test_state_round_trip(tmp_path, rng):
     save_model(
         tmp_path / "model.npz", "ldsm", {"rerank": params}, {"tree.nodes": np.arange(3), **arrays}
     )
-    _, loaded_params, loaded_arrays = load_model(tmp_path / "model.npz")
-    restored = Reranker._from_state(loaded_params["rerank"], loaded_arrays)
+    stored = load_model(tmp_path / "model.npz")
+    restored = Reranker._from_state(stored.params["rerank"], stored.arrays)
     assert restored.get_params() == reranker.get_params()
     np.testing.assert_array_equal(restored.inverse_propensity_, reranker.inverse_propensity_)
     np.testing.assert_array_equal(
@@ -595,3 +595,53 @@ def test_make_reranker_from_an_estimator_setting():
     for bad in (None, "True", 0, 1.0, ["alpha"]):
         with pytest.raises(ValueError, match="rerank must be True, False or a dict"):
             make_reranker(bad)
+
+
+# ----------------------------------------------------------------------------- format version 1
+
+
+def first_layout(params, arrays):
+    """A re-ranker state as format version 1 first stored it, made by hand.
+
+    Settings: method, alpha, beta, gamma, n_candidates, n_features, n_labels;
+    arrays: the CSR centroids and the label counts, nothing else.
+    """
+    old_params = {
+        name: params[name]
+        for name in ("method", "alpha", "beta", "gamma", "n_candidates", "n_features", "n_labels")
+    }
+    old_arrays = {
+        STATE_PREFIX + name: arrays[STATE_PREFIX + name]
+        for name in ("centroid_indptr", "centroid_indices", "centroid_data", "label_counts")
+    }
+    return old_params, old_arrays
+
+
+def write_version_1(path, kind, params, arrays):
+    """Save with the current writer, then mark the file as format version 1."""
+    from test_persistence import rewrite_meta
+
+    save_model(path, kind, params, arrays)
+    rewrite_meta(path, format_version=1)
+
+
+def test_version_1_files_load_unless_the_reranker_has_the_first_layout(tmp_path, rng):
+    X, Y = random_problem(rng)
+    reranker = Reranker(gamma=5.0, propensity_exponent=1.0).fit(X, Y)
+    params, arrays = reranker._get_state()
+    path = tmp_path / "reranker.npz"
+    # Version 1 files written after the re-ranker gained its statistics: same layout.
+    write_version_1(path, "reranker", params, arrays)
+    loaded = Reranker.load(path)
+    labels = random_candidates(rng, X.shape[0], Y.shape[1], 5)
+    scores = rng.random(labels.shape)
+    for a, b in zip(reranker.rerank_predictions(X, labels, scores, k=3),
+                    loaded.rerank_predictions(X, labels, scores, k=3)):
+        np.testing.assert_array_equal(a, b)
+    write_version_1(path, "reranker", *first_layout(params, arrays))
+    with pytest.raises(ModelFormatError, match="format version 1.*fit the re-ranker again"):
+        Reranker.load(path)
+    # The same state marked as the current version is simply corrupt.
+    save_model(path, "reranker", *first_layout(params, arrays))
+    with pytest.raises(ModelFormatError, match="re-ranker settings are invalid"):
+        Reranker.load(path)

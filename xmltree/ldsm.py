@@ -28,7 +28,7 @@ from ._tree import LEAF_SCORES, TREE_ARRAYS, Forest
 from ._validation import check_features, check_labels
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 from .rerank import STATE_PREFIX as RERANK_PREFIX
-from .rerank import Reranker, make_reranker
+from .rerank import Reranker, make_reranker, refuse_first_layout
 
 __all__ = ["LdSM", "NotFittedError", "merge"]
 
@@ -458,6 +458,17 @@ class LdSM(Estimator):
         if self.reranker_ is not None:
             params["reranker"], reranker_arrays = self.reranker_._get_state()
             arrays.update(reranker_arrays)
+        return params, arrays
+
+    @classmethod
+    def _upgrade_state(cls, version: int, params: dict, arrays: dict) -> tuple[dict, dict]:
+        """Version-1 files load as they are unless their re-ranker has the first layout."""
+        if isinstance(params, dict) and "reranker" in params:
+            refuse_first_layout(
+                version, arrays,
+                "train the model again with LdSM(rerank=...), or load it with the xmltree "
+                "that wrote it, set model.reranker_ = None, save it, load it here and fit "
+                "a new model.reranker_ = Reranker(...).fit(X, Y, n_labels=model.n_labels_)")
         return params, arrays
 
     @classmethod

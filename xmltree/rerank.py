@@ -647,6 +647,12 @@ class Reranker(Estimator):
         return params, {STATE_PREFIX + name: array for name, array in arrays.items()}
 
     @classmethod
+    def _upgrade_state(cls, version: int, params: dict, arrays: dict) -> tuple[dict, dict]:
+        """Refuse a version-1 file holding a re-ranker of the first layout."""
+        refuse_first_layout(version, arrays, "fit the re-ranker again and save it")
+        return params, arrays
+
+    @classmethod
     def _from_state(cls, params: dict, arrays: dict[str, np.ndarray]) -> Reranker:
         """Rebuild a fitted re-ranker from :meth:`_get_state` output, checking everything.
 
@@ -739,6 +745,22 @@ _SETTINGS = (
     "propensity_a",
     "propensity_b",
 )
+
+
+def refuse_first_layout(version: int, arrays: dict, remedy: str) -> None:
+    """Raise ModelFormatError if `arrays` hold a re-ranker of the first layout.
+
+    Format version 1 files may store the re-ranker as first released: plain
+    centroids and no training-set statistics. Its label propensities need the
+    number of training rows, which that layout did not keep, so it cannot be
+    rebuilt; `remedy` tells the user what to do instead.
+    """
+    if version == 1 and STATE_PREFIX + "inverse_propensity" not in arrays:
+        raise ModelFormatError(
+            "this model file (format version 1) holds a tail-label re-ranker in its first "
+            "layout, without the feature weights and label propensities this xmltree "
+            f"needs and cannot recompute: {remedy}"
+        )
 
 
 def _state_array(arrays: dict, name: str, dtype, shape) -> np.ndarray:
