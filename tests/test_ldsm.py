@@ -253,13 +253,14 @@ def test_tampered_model_contents_are_refused(rng, tmp_path, tamper):
 
 
 def test_version_1_files_load_or_are_refused_saying_what_to_do(rng, tmp_path):
-    from test_rerank import first_layout, write_version_1
+    from test_rerank import first_layout, second_layout, write_version_1
 
     model, _ = model_from_random_trees(rng)
     X = random_features(rng, 50, N_FEATURES)
     Y = sp.csr_matrix(rng.random((50, N_LABELS)) < 0.2, dtype=np.float32)
     model.reranker_ = Reranker(propensity_exponent=1.0).fit(X, Y, n_labels=N_LABELS)
     params, arrays = model._get_state()
+    params["reranker"] = second_layout(params["reranker"])
     trees = {name: array for name, array in arrays.items() if name.startswith("tree")}
     plain_params = {name: value for name, value in params.items() if name != "reranker"}
     path = tmp_path / "model.npz"

@@ -28,7 +28,7 @@ from ._tree import LEAF_SCORES, TREE_ARRAYS, Forest
 from ._validation import check_features, check_labels
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 from .rerank import STATE_PREFIX as RERANK_PREFIX
-from .rerank import Reranker, make_reranker, refuse_first_layout
+from .rerank import Reranker, make_reranker, upgrade_version_1
 
 __all__ = ["LdSM", "NotFittedError", "merge"]
 
@@ -462,13 +462,14 @@ class LdSM(Estimator):
 
     @classmethod
     def _upgrade_state(cls, version: int, params: dict, arrays: dict) -> tuple[dict, dict]:
-        """Version-1 files load as they are unless their re-ranker has the first layout."""
+        """Version-1 files load as they are, but for their re-ranker's settings."""
         if isinstance(params, dict) and "reranker" in params:
-            refuse_first_layout(
-                version, arrays,
+            reranker = upgrade_version_1(
+                version, params["reranker"], arrays,
                 "train the model again with LdSM(rerank=...), or load it with the xmltree "
                 "that wrote it, set model.reranker_ = None, save it, load it here and fit "
                 "a new model.reranker_ = Reranker(...).fit(X, Y, n_labels=model.n_labels_)")
+            params = {**params, "reranker": reranker}
         return params, arrays
 
     @classmethod

@@ -66,6 +66,7 @@ from collections.abc import Mapping
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 
 from . import _rerank
@@ -76,6 +77,7 @@ from .metrics import inverse_propensity
 
 __all__ = [
     "TailScorer",
+    "RidgeTailScorer",
     "Reranker",
     "make_reranker",
     "rerank",
@@ -89,6 +91,19 @@ METHODS = ("geometric", "linear")
 
 #: Feature weightings accepted by :class:`TailScorer` and :class:`Reranker`.
 FEATURE_WEIGHTINGS = ("idf", "none")
+
+#: Tail scorers accepted by :class:`Reranker` (``tail_scorer``).
+TAIL_SCORERS = ("centroid", "ridge")
+
+#: Largest dense system :class:`RidgeTailScorer` solves, in bytes (float64).
+MAX_RIDGE_BYTES = 2**31
+
+#: Floor of a ridge score before its log is blended: least-squares outputs
+#: may be 0 or negative, and 1e-4 is below any label's share of a leaf.
+RIDGE_FLOOR = 1e-4
+
+#: Scores computed at once by :meth:`RidgeTailScorer._log_score` (rows x labels).
+_SCORE_BLOCK = 2**22
 
 #: Prefix of the array names in :meth:`Reranker._get_state`, so that an
 #: estimator can store the re-ranker's arrays beside its own in one file.
@@ -121,9 +136,21 @@ def _check_gamma(gamma) -> float:
     return _check_real(gamma, "gamma", 0.0, math.inf, low_open=True)
 
 
+def _check_penalty(value) -> float:
+    """Return the ridge penalty as a finite float > 0."""
+    return _check_real(value, "ridge_penalty", 0.0, math.inf, low_open=True)
+
+
 def _check_exponent(value) -> float:
     """Return the inverse-propensity exponent as a finite float >= 0."""
     return _check_real(value, "propensity_exponent", 0.0, math.inf)
+
+
+def _check_tail_scorer(tail_scorer) -> str:
+    """Validate the tail-classifier kind."""
+    if tail_scorer not in TAIL_SCORERS:
+        raise ValueError(f"tail_scorer must be one of {TAIL_SCORERS}, got {tail_scorer!r}")
+    return tail_scorer
 
 
 def _check_tail_settings(feature_weighting, unit_centroids) -> tuple[str, bool]:
@@ -326,7 +353,45 @@ def _unit_rows(matrix) -> sp.csr_matrix:
     return sp.csr_matrix(sp.diags(inverse_norms.astype(np.float32)) @ matrix)
 
 
-class TailScorer:
+def _feature_weights(X: sp.csr_matrix, feature_weighting: str) -> np.ndarray:
+    """Per-feature factors (float32): smoothed IDF of the training rows, or ones."""
+    if feature_weighting == "none":
+        return np.ones(X.shape[1], dtype=np.float32)
+    document_frequency = np.bincount(X.indices, minlength=X.shape[1])
+    idf = 1.0 + np.log((1.0 + X.shape[0]) / (1.0 + document_frequency))
+    return idf.astype(np.float32)
+
+
+class _Scorer:
+    """What the tail scorers share: fitted check and ``score`` from ``_log_score``."""
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "feature_weights_"):
+            raise NotFittedError(
+                f"this {type(self).__name__} is not fitted yet; call fit(X, Y) first"
+            )
+
+    def score(self, X, labels) -> np.ndarray:
+        """Return the tail score of each row's candidate labels.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Points to score.
+        labels : array-like of shape (n_samples, n_candidates), int
+            Label ids per row, -1 for an empty slot.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n_samples, n_candidates), float64
+            Scores, 0 in empty slots; finite for rows with no feature and for
+            labels never seen in training.
+        """
+        self._check_fitted()
+        return np.exp(self._log_score(X, _check_candidate_labels(labels, self.n_labels_)))
+
+
+class TailScorer(_Scorer):
     """Nearest-centroid classifier per label, used to rescue tail labels.
 
     Parameters
@@ -385,7 +450,7 @@ class TailScorer:
         """
         X = check_features(X)
         Y = check_labels(Y, n_samples=X.shape[0], n_labels=n_labels)
-        weights = self._fit_feature_weights(X)
+        weights = _feature_weights(X, self.feature_weighting)
         X_unit = _unit_rows(X @ sp.diags(weights))
         counts = np.diff(Y.tocsc().indptr).astype(np.int64)
         inverse_counts = np.divide(1.0, counts, out=np.zeros(counts.shape), where=counts > 0)
@@ -397,14 +462,6 @@ class TailScorer:
             "fitted %d label centroids (%d stored values)", counts.size, self.centroids_.nnz
         )
         return self
-
-    def _fit_feature_weights(self, X: sp.csr_matrix) -> np.ndarray:
-        """Per-feature factors (float32): smoothed IDF of the training rows, or ones."""
-        if self.feature_weighting == "none":
-            return np.ones(X.shape[1], dtype=np.float32)
-        document_frequency = np.bincount(X.indices, minlength=X.shape[1])
-        idf = 1.0 + np.log((1.0 + X.shape[0]) / (1.0 + document_frequency))
-        return idf.astype(np.float32)
 
     def _set_centroids(
         self, centroids: sp.csr_matrix, counts: np.ndarray, feature_weights: np.ndarray
@@ -433,10 +490,6 @@ class TailScorer:
             minlength=self.n_labels_,
         ).astype(np.float64)  # bincount of nothing is int64
 
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "centroids_"):
-            raise NotFittedError("this TailScorer is not fitted yet; call fit(X, Y) first")
-
     def _log_score(self, X, labels: np.ndarray) -> np.ndarray:
         """``log t_l(x)`` for validated int32 candidate ids; -inf in empty slots."""
         X = check_features(X, n_features=self.n_features_)
@@ -457,24 +510,145 @@ class TailScorer:
             self.gamma,
         )
 
-    def score(self, X, labels) -> np.ndarray:
-        """Return ``t_l(x)`` for each row's candidate labels.
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays that define the fitted scorer, by state name."""
+        return {
+            "centroid_indptr": self.centroids_.indptr,
+            "centroid_indices": self.centroids_.indices,
+            "centroid_data": self.centroids_.data,
+            "label_counts": self.label_counts_,
+            "feature_weights": self.feature_weights_,
+        }
+
+    def _load_arrays(self, arrays: dict, n_features: int, n_labels: int) -> None:
+        """Install :meth:`_state_arrays` output read from a file, checking it."""
+        indptr = _state_array(arrays, "centroid_indptr", np.int64, (n_labels + 1,))
+        indices = _state_array(arrays, "centroid_indices", np.int32, None)
+        data = _state_array(arrays, "centroid_data", np.float32, indices.shape)
+        counts = _state_array(arrays, "label_counts", np.int64, (n_labels,))
+        weights = _state_feature_weights(arrays, n_features)
+        try:
+            check_csr_structure(indptr, indices, (n_labels, n_features), "re-ranker centroids")
+        except DataFormatError as exc:
+            raise ModelFormatError(str(exc)) from exc
+        if not np.all(np.isfinite(data)) or np.any(counts < 0):
+            raise ModelFormatError("re-ranker centroids: non-finite values or negative counts")
+        self._set_centroids(
+            sp.csr_matrix((data, indices, indptr), shape=(n_labels, n_features)), counts, weights
+        )
+
+
+class RidgeTailScorer(_Scorer):
+    """One-vs-rest ridge regression: a linear least-squares classifier per label.
+
+    The centroid scorer compares a point with the mean of each label's
+    points; least squares also weighs features by how they co-occur, which
+    tells labels with similar centroids apart. All labels are fitted at once
+    in closed form,
+
+        W = argmin ||[A 1] W - Y||^2 + penalty ||W||^2,
+
+    with ``A`` the (IDF-weighted) unit-normalised training rows, by one dense
+    ``(n_features + 1)``-square solve; the score ``r_l(x) = [x_hat 1] . W_l``
+    estimates ``P(l | x)``, and is floored at ``RIDGE_FLOOR`` before its log
+    enters the blend (below it a candidate is ranked by its base score and
+    propensity alone). ``W`` is dense, so this scorer is for up to a few
+    thousand features (Bibtex, Delicious); :meth:`fit` refuses systems
+    larger than ``MAX_RIDGE_BYTES``.
+
+    Parameters
+    ----------
+    penalty : float > 0, default=1.0
+        Ridge penalty on the weights (and bias).
+    feature_weighting : {"idf", "none"}, default="idf"
+        As for :class:`TailScorer`.
+
+    Attributes
+    ----------
+    coef_ : numpy.ndarray of shape (n_features + 1, n_labels), float32
+        ``W``; its last row holds the biases.
+    feature_weights_ : numpy.ndarray of shape (n_features,), float32
+    n_features_, n_labels_ : int
+    """
+
+    def __init__(self, penalty: float = 1.0, feature_weighting: str = "idf"):
+        self.penalty = _check_penalty(penalty)
+        self.feature_weighting, _ = _check_tail_settings(feature_weighting, True)
+
+    def fit(self, X, Y, n_labels: int | None = None) -> RidgeTailScorer:
+        """Solve the ridge system for every label.
 
         Parameters
         ----------
         X : array-like or sparse matrix of shape (n_samples, n_features)
-            Points to score.
-        labels : array-like of shape (n_samples, n_candidates), int
-            Label ids per row, -1 for an empty slot.
+            Training features.
+        Y : indicator matrix of shape (n_samples, n_labels) or list of label lists
+            Training labels.
+        n_labels : int, optional
+            Size of the label space, if larger than ``Y`` shows; extra labels
+            get zero weights.
 
         Returns
         -------
-        numpy.ndarray of shape (n_samples, n_candidates), float64
-            Values in ``[0, 1/2]``; 0 in empty slots. Finite for rows with no
-            feature and for labels never seen in training.
+        RidgeTailScorer
+            ``self``.
+
+        Raises
+        ------
+        ValueError
+            If the dense system would exceed ``MAX_RIDGE_BYTES``.
         """
-        self._check_fitted()
-        return np.exp(self._log_score(X, _check_candidate_labels(labels, self.n_labels_)))
+        X = check_features(X)
+        Y = check_labels(Y, n_samples=X.shape[0], n_labels=n_labels)
+        n_features, n_labels = X.shape[1], Y.shape[1]
+        needed = 8 * (n_features + 1) * (n_features + 1 + n_labels)
+        if needed > MAX_RIDGE_BYTES:
+            raise ValueError(
+                f"tail_scorer='ridge' needs {needed / 2**30:.1f} GiB of dense matrices for "
+                f"{n_features} features and {n_labels} labels (limit "
+                f"{MAX_RIDGE_BYTES / 2**30:.0f} GiB); use tail_scorer='centroid'"
+            )
+        weights = _feature_weights(X, self.feature_weighting)
+        A = sp.hstack([_unit_rows(X @ sp.diags(weights)), np.ones((X.shape[0], 1))], "csr")
+        gram = (A.T @ A).toarray().astype(np.float64)
+        gram[np.diag_indices_from(gram)] += self.penalty
+        targets = (A.T @ Y).toarray().astype(np.float64)
+        coef = scipy.linalg.solve(gram, targets, assume_a="pos")
+        self._set_coef(coef.astype(np.float32), weights)
+        return self
+
+    def _set_coef(self, coef: np.ndarray, feature_weights: np.ndarray) -> None:
+        self.coef_ = np.ascontiguousarray(coef)
+        self.feature_weights_ = np.ascontiguousarray(feature_weights, dtype=np.float32)
+        self.n_features_, self.n_labels_ = coef.shape[0] - 1, coef.shape[1]
+
+    def _log_score(self, X, labels: np.ndarray) -> np.ndarray:
+        """``log max(r_l(x), RIDGE_FLOOR)`` for validated int32 ids; -inf in empty slots."""
+        X = check_features(X, n_features=self.n_features_)
+        if X.shape[0] != labels.shape[0]:
+            raise DataFormatError(f"labels: has {labels.shape[0]} rows but X has {X.shape[0]}")
+        A = _unit_rows(X @ sp.diags(self.feature_weights_))
+        log_scores = np.full(labels.shape, -np.inf)
+        # All labels' scores for a block of rows at a time: dense, but bounded.
+        block = max(1, _SCORE_BLOCK // self.n_labels_)
+        for start in range(0, X.shape[0], block):
+            rows = slice(start, start + block)
+            scores = A[rows] @ self.coef_[:-1] + self.coef_[-1]
+            picked = np.take_along_axis(scores, np.maximum(labels[rows], 0), axis=1)
+            floored = np.log(np.maximum(picked.astype(np.float64), RIDGE_FLOOR))
+            log_scores[rows] = np.where(labels[rows] >= 0, floored, -np.inf)
+        return log_scores
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays that define the fitted scorer, by state name."""
+        return {"ridge_coef": self.coef_, "feature_weights": self.feature_weights_}
+
+    def _load_arrays(self, arrays: dict, n_features: int, n_labels: int) -> None:
+        """Install :meth:`_state_arrays` output read from a file, checking it."""
+        coef = _state_array(arrays, "ridge_coef", np.float32, (n_features + 1, n_labels))
+        if not np.all(np.isfinite(coef)):
+            raise ModelFormatError("re-ranker ridge weights: non-finite values")
+        self._set_coef(coef, _state_feature_weights(arrays, n_features))
 
 
 # ----------------------------------------------------------------------------- re-ranker
@@ -501,6 +675,13 @@ class Reranker(Estimator):
         Feature weighting of the tail classifier (see :class:`TailScorer`).
     unit_centroids : bool, default=True
         Unit-normalise the tail classifier's centroids (see :class:`TailScorer`).
+    tail_scorer : {"centroid", "ridge"}, default="centroid"
+        The tail classifier: nearest centroid (:class:`TailScorer`, PfastreXML's,
+        any size) or one-vs-rest ridge regression (:class:`RidgeTailScorer`,
+        dense, for up to a few thousand features; its score replaces ``t_l``
+        and ``gamma`` and ``unit_centroids`` are unused).
+    ridge_penalty : float > 0, default=1.0
+        Penalty of the ridge tail scorer.
     propensity_exponent : float >= 0, default=0.25
         ``lambda``: each blended score is multiplied by the label's inverse
         propensity ``q_l**lambda``; 0 turns this off, 1 ranks by
@@ -511,7 +692,7 @@ class Reranker(Estimator):
 
     Attributes
     ----------
-    scorer_ : TailScorer
+    scorer_ : TailScorer or RidgeTailScorer
         The fitted tail classifier.
     inverse_propensity_ : numpy.ndarray of shape (n_labels,), float64
         ``q_l`` of each label, from the training labels.
@@ -539,6 +720,8 @@ class Reranker(Estimator):
         n_candidates: int = 100,
         feature_weighting: str = "idf",
         unit_centroids: bool = True,
+        tail_scorer: str = "centroid",
+        ridge_penalty: float = 1.0,
         propensity_exponent: float = 0.25,
         propensity_a: float = 0.55,
         propensity_b: float = 1.5,
@@ -549,6 +732,8 @@ class Reranker(Estimator):
         self.feature_weighting, self.unit_centroids = _check_tail_settings(
             feature_weighting, unit_centroids
         )
+        self.tail_scorer = _check_tail_scorer(tail_scorer)
+        self.ridge_penalty = _check_penalty(ridge_penalty)
         self.propensity_exponent = _check_exponent(propensity_exponent)
         self.propensity_a = _check_real(propensity_a, "propensity_a", -math.inf, math.inf)
         self.propensity_b = _check_real(propensity_b, "propensity_b", 0.0, math.inf, low_open=True)
@@ -576,12 +761,18 @@ class Reranker(Estimator):
         self.propensity_b = _check_real(
             self.propensity_b, "propensity_b", 0.0, math.inf, low_open=True
         )
-        scorer = TailScorer(self.gamma, self.feature_weighting, self.unit_centroids)
+        scorer = self._new_scorer()
         self.scorer_ = scorer.fit(X, Y, n_labels=n_labels)
         self.inverse_propensity_ = inverse_propensity(
             Y, A=self.propensity_a, B=self.propensity_b, n_labels=scorer.n_labels_
         )
         return self
+
+    def _new_scorer(self) -> TailScorer | RidgeTailScorer:
+        """An unfitted tail scorer with this re-ranker's (re-checked) settings."""
+        if _check_tail_scorer(self.tail_scorer) == "ridge":
+            return RidgeTailScorer(self.ridge_penalty, self.feature_weighting)
+        return TailScorer(self.gamma, self.feature_weighting, self.unit_centroids)
 
     def rerank_predictions(self, X, labels, scores, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
         """Return the top `k` of the base model's candidates after re-ranking.
@@ -636,21 +827,13 @@ class Reranker(Estimator):
             "n_features": int(scorer.n_features_),
             "n_labels": int(scorer.n_labels_),
         }
-        arrays = {
-            "centroid_indptr": scorer.centroids_.indptr,
-            "centroid_indices": scorer.centroids_.indices,
-            "centroid_data": scorer.centroids_.data,
-            "label_counts": scorer.label_counts_,
-            "feature_weights": scorer.feature_weights_,
-            "inverse_propensity": self.inverse_propensity_,
-        }
+        arrays = {**scorer._state_arrays(), "inverse_propensity": self.inverse_propensity_}
         return params, {STATE_PREFIX + name: array for name, array in arrays.items()}
 
     @classmethod
     def _upgrade_state(cls, version: int, params: dict, arrays: dict) -> tuple[dict, dict]:
-        """Refuse a version-1 file holding a re-ranker of the first layout."""
-        refuse_first_layout(version, arrays, "fit the re-ranker again and save it")
-        return params, arrays
+        """Upgrade a version-1 re-ranker (see :func:`upgrade_version_1`)."""
+        return upgrade_version_1(version, params, arrays, "fit the re-ranker again"), arrays
 
     @classmethod
     def _from_state(cls, params: dict, arrays: dict[str, np.ndarray]) -> Reranker:
@@ -671,26 +854,11 @@ class Reranker(Estimator):
             n_labels = _check_count(params["n_labels"], "n_labels")
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelFormatError(f"re-ranker settings are invalid ({exc})") from exc
-        indptr = _state_array(arrays, "centroid_indptr", np.int64, (n_labels + 1,))
-        indices = _state_array(arrays, "centroid_indices", np.int32, None)
-        data = _state_array(arrays, "centroid_data", np.float32, indices.shape)
-        counts = _state_array(arrays, "label_counts", np.int64, (n_labels,))
-        weights = _state_array(arrays, "feature_weights", np.float32, (n_features,))
         q = _state_array(arrays, "inverse_propensity", np.float64, (n_labels,))
-        try:
-            check_csr_structure(indptr, indices, (n_labels, n_features), "re-ranker centroids")
-        except DataFormatError as exc:
-            raise ModelFormatError(str(exc)) from exc
-        if not np.all(np.isfinite(data)) or np.any(counts < 0):
-            raise ModelFormatError("re-ranker centroids: non-finite values or negative counts")
-        if not (np.all(np.isfinite(weights)) and np.all(weights >= 0)):
-            raise ModelFormatError("re-ranker feature weights: must be finite and >= 0")
         if not (np.all(np.isfinite(q)) and np.all(q > 0)):
             raise ModelFormatError("re-ranker inverse propensities: must be finite and > 0")
-        scorer = TailScorer(reranker.gamma, reranker.feature_weighting, reranker.unit_centroids)
-        scorer._set_centroids(
-            sp.csr_matrix((data, indices, indptr), shape=(n_labels, n_features)), counts, weights
-        )
+        scorer = reranker._new_scorer()
+        scorer._load_arrays(arrays, n_features, n_labels)
         reranker.scorer_ = scorer
         reranker.inverse_propensity_ = q
         return reranker
@@ -741,35 +909,54 @@ _SETTINGS = (
     "n_candidates",
     "feature_weighting",
     "unit_centroids",
+    "tail_scorer",
+    "ridge_penalty",
     "propensity_exponent",
     "propensity_a",
     "propensity_b",
 )
 
 
-def refuse_first_layout(version: int, arrays: dict, remedy: str) -> None:
-    """Raise ModelFormatError if `arrays` hold a re-ranker of the first layout.
+def upgrade_version_1(version: int, params: dict, arrays: dict, remedy: str) -> dict:
+    """Return re-ranker settings of a format-version-1 file in the current layout.
 
-    Format version 1 files may store the re-ranker as first released: plain
-    centroids and no training-set statistics. Its label propensities need the
-    number of training rows, which that layout did not keep, so it cannot be
-    rebuilt; `remedy` tells the user what to do instead.
+    Version 1 re-rankers were all nearest-centroid ones: they get
+    ``tail_scorer="centroid"`` (and the default, unused, ``ridge_penalty``).
+    Those of the first released layout, without feature weights and label
+    propensities, are refused: the propensities need the number of training
+    rows, which that layout did not keep; `remedy` tells the user what to do.
+
+    Raises
+    ------
+    ModelFormatError
+        For a first-layout re-ranker.
     """
-    if version == 1 and STATE_PREFIX + "inverse_propensity" not in arrays:
+    if version != 1 or not isinstance(params, dict):
+        return params
+    if STATE_PREFIX + "inverse_propensity" not in arrays:
         raise ModelFormatError(
             "this model file (format version 1) holds a tail-label re-ranker in its first "
             "layout, without the feature weights and label propensities this xmltree "
             f"needs and cannot recompute: {remedy}"
         )
+    return {"tail_scorer": "centroid", "ridge_penalty": 1.0, **params}
+
+
+def _state_feature_weights(arrays: dict, n_features: int) -> np.ndarray:
+    """Fetch and check the stored feature weights (finite, >= 0)."""
+    weights = _state_array(arrays, "feature_weights", np.float32, (n_features,))
+    if not (np.all(np.isfinite(weights)) and np.all(weights >= 0)):
+        raise ModelFormatError("re-ranker feature weights: must be finite and >= 0")
+    return weights
 
 
 def _state_array(arrays: dict, name: str, dtype, shape) -> np.ndarray:
-    """Fetch ``STATE_PREFIX + name`` with exactly `dtype` and, if given, `shape`."""
+    """Fetch ``STATE_PREFIX + name`` with exactly `dtype` and `shape` (None: any 1-D)."""
     key = STATE_PREFIX + name
     if key not in arrays:
         raise ModelFormatError(f"re-ranker array {key!r} is missing")
     array = np.asarray(arrays[key])
-    if array.dtype != dtype or array.ndim != 1 or (shape is not None and array.shape != shape):
+    if array.dtype != dtype or (array.ndim != 1 if shape is None else array.shape != shape):
         raise ModelFormatError(
             f"re-ranker array {key!r} has dtype {array.dtype} and shape {array.shape}, "
             f"expected {np.dtype(dtype)} and {shape if shape is not None else '1-D'}"
