@@ -143,7 +143,7 @@ def test_tail_scores_match_dense_reference(rng, n_candidates, feature_weighting,
 
 def reference_ridge_log_scores(X, Y, X_new, labels, penalty, feature_weighting="idf"):
     """Dense ridge with a bias column, solved with numpy; floored logs per candidate."""
-    from xmltree.rerank import RIDGE_FLOOR
+    from xmltree._tail_scorers import RIDGE_FLOOR
 
     def design(points):
         weighted = np.asarray(points, dtype=np.float64) * reference_weights(X, feature_weighting)
@@ -161,14 +161,14 @@ def reference_ridge_log_scores(X, Y, X_new, labels, penalty, feature_weighting="
 @pytest.mark.parametrize("feature_weighting", ["idf", "none"])
 @pytest.mark.parametrize("penalty", [0.01, 1.0])
 def test_ridge_scores_match_dense_reference(rng, feature_weighting, penalty, monkeypatch):
-    from xmltree import rerank as rerank_module
+    from xmltree import _tail_scorers as tail_module
 
     X, Y = random_problem(rng)
     X_new = rng.random((15, X.shape[1])) * (rng.random((15, X.shape[1])) < 0.4)
     X_new[0] = 0.0
     labels = random_candidates(rng, X_new.shape[0], Y.shape[1], 6)
     # Scores are computed a few rows at a time: blocks of 2 rows here.
-    monkeypatch.setattr(rerank_module, "_SCORE_BLOCK", 2 * Y.shape[1])
+    monkeypatch.setattr(tail_module, "_SCORE_BLOCK", 2 * Y.shape[1])
     scorer = RidgeTailScorer(penalty, feature_weighting).fit(sp.csr_matrix(X), Y)
     W, expected = reference_ridge_log_scores(X, Y, X_new, labels, penalty, feature_weighting)
     np.testing.assert_allclose(scorer.coef_, W, rtol=1e-4, atol=1e-5)
@@ -181,14 +181,14 @@ def test_ridge_scores_match_dense_reference(rng, feature_weighting, penalty, mon
     unseen = Y.shape[1] - 1
     unseen_labels = np.full((X_new.shape[0], 1), unseen, dtype=np.int32)
     log_floor = scorer._log_score(sp.csr_matrix(X_new.astype(np.float32)), unseen_labels)
-    assert np.all(log_floor == math.log(rerank_module.RIDGE_FLOOR))
+    assert np.all(log_floor == math.log(tail_module.RIDGE_FLOOR))
 
 
 def test_ridge_refuses_systems_over_the_memory_limit(rng, monkeypatch):
-    from xmltree import rerank as rerank_module
+    from xmltree import _tail_scorers as tail_module
 
     X, Y = random_problem(rng)
-    monkeypatch.setattr(rerank_module, "MAX_RIDGE_BYTES", 8 * 13 * 13)
+    monkeypatch.setattr(tail_module, "MAX_RIDGE_BYTES", 8 * 13 * 13)
     with pytest.raises(ValueError, match="tail_scorer='centroid'"):
         Reranker(tail_scorer="ridge").fit(X, Y)
     with pytest.raises(NotFittedError):
