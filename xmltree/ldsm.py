@@ -114,10 +114,11 @@ class LdSM(Estimator):
         Also fit a tail-label re-ranker (:class:`xmltree.rerank.Reranker`,
         PfastreXML-style) on the training data, for ``predict(..., rerank=True)``:
         ``True`` with its default settings, or a dict of its parameters, e.g.
-        ``{"alpha": 0.8, "gamma": 1.0, "propensity_exponent": 1.0}`` (the
-        setting tuned for Delicious in ``benchmarks/README.md``). The dict is
-        checked when fitting starts. The fitted re-ranker is ``reranker_``;
-        its blend settings can still be changed there with ``set_params``.
+        ``{"tail_scorer": "ridge", "ridge_penalty": 3.0, "alpha": 0.3,
+        "propensity_exponent": 2.0}`` (the setting tuned for Bibtex in
+        ``benchmarks/README.md``). The dict is checked when fitting starts.
+        The fitted re-ranker is ``reranker_``; its blend settings can still
+        be changed there with ``set_params``.
     n_jobs : int or None, default=-1
         Threads for training (one tree per thread) and prediction (examples
         split across threads), with joblib's convention: ``None`` means 1,
