@@ -109,10 +109,11 @@ def test_rerank_params_are_parsed_typed_and_saved(tmp_path, split_files):
     assert main(["-q", "train", str(train), "--model", str(model_path), *SMALL_MODEL,
                  "--rerank-param", "alpha=0.3", "--rerank-param", "n_candidates=20",
                  "--rerank-param", "unit_centroids=False", "--rerank-param", "method=linear",
-                 "--rerank-param", "propensity_exponent=1"]) == 0
+                 "--rerank-param", "propensity_exponent=1", "--rerank-param",
+                 "tail_scorer=ridge"]) == 0
     model = xmltree.load(model_path)
     expected = {"alpha": 0.3, "n_candidates": 20, "unit_centroids": False,
-                "method": "linear", "propensity_exponent": 1.0}
+                "method": "linear", "propensity_exponent": 1.0, "tail_scorer": "ridge"}
     assert model.rerank == expected
     assert {name: getattr(model.reranker_, name) for name in expected} == expected
     assert main(["-q", "predict", str(test), "--model", str(model_path), "--output",
