@@ -41,8 +41,9 @@ FEATURE_WEIGHTINGS = ("idf", "none")
 #: Largest dense system :class:`RidgeTailScorer` solves, in bytes (float64).
 MAX_RIDGE_BYTES = 2**31
 
-#: Floor of a ridge score before its log is blended: least-squares outputs
-#: may be 0 or negative, and 1e-4 is below any label's share of a leaf.
+#: Floor of a ridge score before its log is blended, as least-squares outputs
+#: may be 0 or negative. Uncritical: on Delicious's held-out rows, floors from
+#: 1e-5 to 1e-2 gave the same best settings and scores.
 RIDGE_FLOOR = 1e-4
 
 #: Scores computed at once by :meth:`RidgeTailScorer._log_score` (rows x labels).
