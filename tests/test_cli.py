@@ -135,7 +135,9 @@ def test_bad_rerank_params_are_refused_before_training(tmp_path, split_files, ca
     model_path = tmp_path / "model.npz"
     assert main(["-q", "train", str(train), "--model", str(model_path), *SMALL_MODEL,
                  "--rerank-param", param]) == 1
-    assert message in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert message in captured.err
+    assert "rows" not in captured.out  # refused before the data was read
     assert not model_path.exists()
 
 

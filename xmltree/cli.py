@@ -355,9 +355,9 @@ def _run_demo(args) -> int:
 def _run_train(args) -> int:
     if args.learner == "learned-tree":
         return _train_learned_tree(args)
+    model = _model_from_args(args, args.learner)  # bad options fail before the data is read
     X_train, Y_train = _read(args.data, args.format)
     _print_summary("train", X_train, Y_train)
-    model = _model_from_args(args, args.learner)
     targets = None
     if args.learner == "lomtree":
         from .lomtree import to_multiclass
