@@ -7,8 +7,10 @@ model), the base model predicts its top ``--n-candidates`` labels and
 * P@1/3/5, PSP@1/3/5 and PSnDCG@1/3/5 without re-ranking, with PfastreXML's
   settings (geometric, alpha 0.8, gamma 30, plain centroids of the raw
   features, no propensity weight), with the library defaults
-  (``Reranker()``), and with the best geometric and the best linear settings
-  of a grid over the blend weight, gamma and the propensity exponent;
+  (``Reranker()``), and, for each tail scorer (nearest centroid, ridge), with
+  the best geometric and the best linear settings of a grid over the blend
+  weight, the scorer's own setting (gamma, ridge penalty) and the propensity
+  exponent;
 * prediction time per example: base model at k=5, base model at
   k=n_candidates, and re-ranking itself; "added" is
   ``(t(k=n_candidates) + t(rerank) - t(k=5)) / t(k=5)``.
@@ -17,7 +19,7 @@ The grid is tuned without touching the test split: the base model and the
 re-ranker are trained on 80% of the training rows, every setting is scored
 on the other 20%, and the setting with the best PSP@5 among those losing at
 most ``--max-p1-drop`` points of P@1 is kept (one re-ranker is fitted per
-gamma; the blend settings are changed on it). Times are the best of
+gamma or penalty; the blend settings are changed on it). Times are the best of
 ``--repeat`` runs (the machine may be shared). Propensities use A=0.55,
 B=1.5 (``xmltree.metrics.inverse_propensity`` defaults).
 
@@ -142,7 +144,8 @@ def describe(setting: dict) -> str:
     """Short text of the settings that differ from Reranker's defaults."""
     defaults = Reranker().get_params()
     shown = {name: value for name, value in setting.items() if value != defaults[name]}
-    names = {"propensity_exponent": "lambda", "feature_weighting": "fw", "unit_centroids": "unit"}
+    names = {"propensity_exponent": "lambda", "feature_weighting": "fw", "unit_centroids": "unit",
+             "tail_scorer": "scorer", "ridge_penalty": "penalty"}
     text = ", ".join(
         f"{names.get(name, name)}={value:g}" if isinstance(value, float)
         else f"{names.get(name, name)}={value}"
@@ -156,8 +159,18 @@ def scores_of(Y_true, labels, inv_propensity) -> dict:
     return {key: 100.0 * metrics[key] for key in METRIC_KEYS}
 
 
+def scorer_grid(args) -> list[dict]:
+    """Every tail-scorer setting of the tuning grid (fitted once each)."""
+    grid = []
+    if "centroid" in args.tail_scorers:
+        grid += [{"tail_scorer": "centroid", "gamma": gamma} for gamma in args.gammas]
+    if "ridge" in args.tail_scorers:
+        grid += [{"tail_scorer": "ridge", "ridge_penalty": p} for p in args.ridge_penalties]
+    return grid
+
+
 def tune(X, Y, train, args) -> tuple[dict, list[dict]]:
-    """Pick the best geometric and linear settings on a held-out 20% of the training rows."""
+    """Pick the best setting per tail scorer and blend on a held-out 20% of the training rows."""
     rng = np.random.default_rng(args.seed)
     held_out = rng.random(X.shape[0]) < 0.2
     X_fit, Y_fit, X_val, Y_val = X[~held_out], Y[~held_out], X[held_out], Y[held_out]
@@ -166,20 +179,20 @@ def tune(X, Y, train, args) -> tuple[dict, list[dict]]:
     base = scores_of(Y_val, labels, inv_propensity)
     grid_rows = []
     best = {}
-    for gamma in args.gammas:
-        reranker = Reranker(gamma=gamma, n_candidates=args.n_candidates).fit(X_fit, Y_fit)
+    for scorer in scorer_grid(args):
+        reranker = Reranker(**scorer, n_candidates=args.n_candidates).fit(X_fit, Y_fit)
         for blend in blend_grid(args):
             ranked, _ = reranker.set_params(**blend).rerank_predictions(
                 X_val, labels, scores, k=5
             )
             result = scores_of(Y_val, ranked, inv_propensity)
-            setting = {**blend, "gamma": gamma}
+            setting = {**blend, **scorer}
             grid_rows.append({"setting": setting, **result})
             allowed = result["P@1"] >= base["P@1"] - args.max_p1_drop
-            method = setting["method"]
-            if allowed and (method not in best or result["PSP@5"] > best[method][1]["PSP@5"]):
-                best[method] = (setting, result)
-    return {method: setting for method, (setting, _) in best.items()}, [
+            name = f"{scorer['tail_scorer']}-{setting['method']}"
+            if allowed and (name not in best or result["PSP@5"] > best[name][1]["PSP@5"]):
+                best[name] = (setting, result)
+    return {name: setting for name, (setting, _) in best.items()}, [
         {"setting": "none", **base},
         *grid_rows,
     ]
@@ -198,7 +211,7 @@ def evaluate_model(data, model_name, args) -> list[dict]:
         train = BASE_MODELS[model_name]
         if args.tune:
             tuned, tuning_rows = tune(X_train, Y_train, train, args)
-            settings.update({f"tuned-{method}": setting for method, setting in tuned.items()})
+            settings.update({f"tuned-{name}": setting for name, setting in tuned.items()})
         predict = train(X_train, Y_train, args)
         _, t_k5 = best_time(lambda: predict(X_test, 5), args.repeat)
         (labels, scores), t_kc = best_time(lambda: predict(X_test, args.n_candidates), args.repeat)
@@ -271,8 +284,12 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--gammas", type=float, nargs="+", default=[1.0, 2.0, 5.0, 10.0, 30.0, 50.0]
     )
+    parser.add_argument("--tail-scorers", nargs="+", default=["centroid", "ridge"],
+                        choices=["centroid", "ridge"])
+    parser.add_argument("--ridge-penalties", type=float, nargs="+", default=[0.3, 1.0, 3.0])
     parser.add_argument(
-        "--propensity-exponents", type=float, nargs="+", default=[0.0, 0.25, 0.5, 1.0]
+        "--propensity-exponents", type=float, nargs="+",
+        default=[0.0, 0.25, 0.5, 1.0, 1.5, 2.0],
     )
     parser.add_argument(
         "--max-p1-drop",

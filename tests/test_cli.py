@@ -101,6 +101,46 @@ def test_rerank_needs_a_model_trained_with_it(tmp_path, split_files, capsys):
     assert len(output.read_text().splitlines()) == 101
 
 
+def test_rerank_params_are_parsed_typed_and_saved(tmp_path, split_files):
+    import xmltree
+
+    train, test = split_files
+    model_path, output = tmp_path / "model.npz", tmp_path / "pred.txt"
+    assert main(["-q", "train", str(train), "--model", str(model_path), *SMALL_MODEL,
+                 "--rerank-param", "alpha=0.3", "--rerank-param", "n_candidates=20",
+                 "--rerank-param", "unit_centroids=False", "--rerank-param", "method=linear",
+                 "--rerank-param", "propensity_exponent=1", "--rerank-param",
+                 "tail_scorer=ridge"]) == 0
+    model = xmltree.load(model_path)
+    expected = {"alpha": 0.3, "n_candidates": 20, "unit_centroids": False,
+                "method": "linear", "propensity_exponent": 1.0, "tail_scorer": "ridge"}
+    assert model.rerank == expected
+    assert {name: getattr(model.reranker_, name) for name in expected} == expected
+    assert main(["-q", "predict", str(test), "--model", str(model_path), "--output",
+                 str(output), "--rerank"]) == 0
+
+
+@pytest.mark.parametrize("param,message", [
+    ("alhpa=0.3", "unknown re-ranker setting 'alhpa'"),
+    ("alpha", "expected NAME=VALUE"),
+    ("alpha=high", "alpha: expected a value of type float, got 'high'"),
+    ("n_candidates=2.5", "n_candidates: expected a value of type int"),
+    ("unit_centroids=yes", "unit_centroids: expected true or false"),
+    ("alpha=2", "rerank: alpha must be in"),
+    ("method=harmonic", "rerank: method must be one of"),
+])
+def test_bad_rerank_params_are_refused_before_training(tmp_path, split_files, capsys, param,
+                                                        message):
+    train, _ = split_files
+    model_path = tmp_path / "model.npz"
+    assert main(["-q", "train", str(train), "--model", str(model_path), *SMALL_MODEL,
+                 "--rerank-param", param]) == 1
+    captured = capsys.readouterr()
+    assert message in captured.err
+    assert "rows" not in captured.out  # refused before the data was read
+    assert not model_path.exists()
+
+
 def test_lomtree_learner_trains_on_most_frequent_labels_and_predicts(tmp_path, split_files,
                                                                     capsys):
     train, test = split_files

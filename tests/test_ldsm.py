@@ -20,6 +20,7 @@ import xmltree
 from xmltree._persistence import save_model
 from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
 from xmltree.ldsm import LdSM
+from xmltree.rerank import Reranker
 
 try:
     from xmltree._ldsm import build_tree  # noqa: F401
@@ -251,6 +252,37 @@ def test_tampered_model_contents_are_refused(rng, tmp_path, tamper):
         LdSM.load(path)
 
 
+def test_version_1_files_load_or_are_refused_saying_what_to_do(rng, tmp_path):
+    from test_rerank import first_layout, second_layout, write_version_1
+
+    model, _ = model_from_random_trees(rng)
+    X = random_features(rng, 50, N_FEATURES)
+    Y = sp.csr_matrix(rng.random((50, N_LABELS)) < 0.2, dtype=np.float32)
+    model.reranker_ = Reranker(propensity_exponent=1.0).fit(X, Y, n_labels=N_LABELS)
+    params, arrays = model._get_state()
+    params["reranker"] = second_layout(params["reranker"])
+    trees = {name: array for name, array in arrays.items() if name.startswith("tree")}
+    plain_params = {name: value for name, value in params.items() if name != "reranker"}
+    path = tmp_path / "model.npz"
+    # Without a re-ranker, and with the re-ranker's current layout, version 1
+    # files hold what version 2 files hold: they load and predict the same.
+    for stored_params, stored_arrays, rerank in [(plain_params, trees, False),
+                                                 (params, arrays, True)]:
+        write_version_1(path, "ldsm", stored_params, stored_arrays)
+        loaded = xmltree.load(path)
+        assert (loaded.reranker_ is not None) == rerank
+        for a, b in zip(model.predict(X, k=4, rerank=rerank),
+                        loaded.predict(X, k=4, rerank=rerank)):
+            np.testing.assert_array_equal(a, b)
+    # A re-ranker of the first layout cannot be rebuilt: refused, with remedies.
+    old_reranker, old_arrays = first_layout(params["reranker"], arrays)
+    write_version_1(path, "ldsm", {**params, "reranker": old_reranker}, {**trees, **old_arrays})
+    for load in (xmltree.load, LdSM.load):
+        with pytest.raises(ModelFormatError, match=r"format version 1\).*train the model again"
+                           ".*model.reranker_ = None"):
+            load(path)
+
+
 def test_damaged_model_files_are_refused(rng, tmp_path):
     model, _ = model_from_random_trees(rng)
     path = tmp_path / "model.npz"
@@ -464,6 +496,56 @@ def test_training_examples_follow_their_training_path(rng, routing):
                 reached[leaf] += 1
         leaves = tree["first_child"] < 0
         np.testing.assert_array_equal(reached[leaves], tree["n_samples"][leaves])
+
+
+@needs_build_tree
+def test_rerank_settings_reach_the_reranker_and_survive_params_and_save_load(rng, tmp_path):
+    X, labels, _ = clustered_problem(rng, 300)
+    X_test, _, _ = clustered_problem(np.random.default_rng(1), 60)
+    settings = {"alpha": 0.3, "gamma": np.float64(5.0), "n_candidates": 8,
+                "unit_centroids": False, "propensity_exponent": 1.0}
+    model = LdSM(**FAST, random_state=0, rerank=settings).fit(X, labels)
+    assert model.get_params()["rerank"] is settings
+    # Same as fitting a Reranker by hand on the training data and re-ranking
+    # the model's own candidates.
+    expected = Reranker(**settings).fit(X, labels)
+    assert model.reranker_.get_params() == expected.get_params()
+    candidates, scores = model.predict(X_test, k=8)
+    for a, b in zip(model.predict(X_test, k=3, rerank=True),
+                    expected.rerank_predictions(X_test, candidates, scores, k=3)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    path = tmp_path / "model.npz"
+    model.save(path)
+    loaded = LdSM.load(path)
+    assert loaded.get_params()["rerank"] == {**settings, "gamma": 5.0}
+    assert loaded.reranker_.get_params() == expected.get_params()
+    for a, b in zip(model.predict(X_test, k=3, rerank=True),
+                    loaded.predict(X_test, k=3, rerank=True)):
+        np.testing.assert_array_equal(a, b)
+    # set_params replaces the settings; the next fit uses them.
+    model.set_params(rerank={"method": "linear", "beta": 0.5})
+    model.fit(X, labels)
+    assert (model.reranker_.method, model.reranker_.beta) == ("linear", 0.5)
+    assert model.reranker_.alpha == Reranker().alpha
+    assert LdSM(**FAST, rerank=False).fit(X, labels).reranker_ is None
+
+
+@needs_build_tree
+@pytest.mark.parametrize("rerank,message", [
+    ({"alhpa": 0.3}, "unknown re-ranker parameter 'alhpa'"),
+    ({"alpha": 2.0}, "rerank: alpha must be in"),
+    ({"n_candidates": 2.5}, "rerank: n_candidates must be a positive integer"),
+    ({"method": "harmonic"}, "rerank: method must be one of"),
+    ("yes", "rerank must be True, False or a dict"),
+    (1, "rerank must be True, False or a dict"),
+    ([("alpha", 0.3)], "rerank must be True, False or a dict"),
+])
+def test_bad_rerank_settings_fail_at_fit_naming_the_key(rng, rerank, message):
+    X, labels, _ = clustered_problem(rng, 50)
+    model = LdSM(**FAST, rerank=rerank)  # scikit-learn style: stored, checked at fit
+    with pytest.raises(ValueError, match=message):
+        model.fit(X, labels)
+    assert not hasattr(model, "trees_")
 
 
 @needs_build_tree

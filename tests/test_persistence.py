@@ -6,7 +6,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from xmltree._persistence import FORMAT_VERSION, load_model, save_model
+from xmltree._persistence import FORMAT_VERSION, OLDEST_READABLE_VERSION, load_model, save_model
 from xmltree.exceptions import ModelFormatError
 
 
@@ -27,8 +27,9 @@ def _arrays():
 def test_round_trip_keeps_kind_params_and_arrays(tmp_path):
     path = tmp_path / "model.npz"
     save_model(path, "ldsm", {"arity": 2, "name": "x"}, _arrays())
-    kind, params, arrays = load_model(path, kind="ldsm")
+    kind, version, params, arrays = load_model(path, kind="ldsm")
     assert kind == "ldsm" and params == {"arity": 2, "name": "x"}
+    assert version == FORMAT_VERSION == 2
     for name, expected in _arrays().items():
         assert arrays[name].dtype == expected.dtype
         assert np.array_equal(arrays[name], expected)
@@ -53,12 +54,27 @@ def test_wrong_kind_is_refused(tmp_path):
         load_model(path, kind="lomtree")
 
 
-def test_other_format_version_is_refused(tmp_path):
+@pytest.mark.parametrize("version,message", [
+    (FORMAT_VERSION + 1, "version 3 was written by a newer xmltree .* upgrade xmltree"),
+    (0, "version 0 is not supported .*reads versions 1 to 2.*train the model again"),
+    ("2", "version '2' is not supported"),
+    (True, "version True is not supported"),
+    (None, "version None is not supported"),
+])
+def test_unreadable_format_versions_are_refused_saying_what_to_do(tmp_path, version, message):
     path = tmp_path / "model.npz"
     save_model(path, "ldsm", {}, _arrays())
-    rewrite_meta(path, format_version=FORMAT_VERSION + 1)
-    with pytest.raises(ModelFormatError, match="version"):
+    rewrite_meta(path, format_version=version)
+    with pytest.raises(ModelFormatError, match=message):
         load_model(path)
+
+
+def test_older_readable_versions_are_returned_for_the_estimator_to_upgrade(tmp_path):
+    path = tmp_path / "model.npz"
+    save_model(path, "ldsm", {"a": 1}, _arrays())
+    rewrite_meta(path, format_version=OLDEST_READABLE_VERSION)
+    stored = load_model(path)
+    assert (stored.kind, stored.version, stored.params) == ("ldsm", 1, {"a": 1})
 
 
 def test_foreign_npz_and_truncated_file_and_pickles_are_refused(tmp_path):

@@ -14,7 +14,15 @@ from xmltree import _rerank
 from xmltree._persistence import load_model, save_model
 from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
 from xmltree.metrics import inverse_propensity
-from xmltree.rerank import STATE_PREFIX, Reranker, TailScorer, propensity_weighted_targets, rerank
+from xmltree.rerank import (
+    STATE_PREFIX,
+    Reranker,
+    RidgeTailScorer,
+    TailScorer,
+    make_reranker,
+    propensity_weighted_targets,
+    rerank,
+)
 
 # ----------------------------------------------------------------------------- references
 
@@ -131,6 +139,60 @@ def test_tail_scores_match_dense_reference(rng, n_candidates, feature_weighting,
     labels = random_candidates(rng, X_new.shape[0], Y.shape[1], n_candidates)
     expected = reference_tail_scores(X_new, centroids, labels, gamma, weights)
     np.testing.assert_allclose(scorer.score(X_new, labels), expected, rtol=1e-5, atol=1e-12)
+
+
+def reference_ridge_log_scores(X, Y, X_new, labels, penalty, feature_weighting="idf"):
+    """Dense ridge with a bias column, solved with numpy; floored logs per candidate."""
+    from xmltree._tail_scorers import RIDGE_FLOOR
+
+    def design(points):
+        weighted = np.asarray(points, dtype=np.float64) * reference_weights(X, feature_weighting)
+        return np.hstack([unit_rows(weighted), np.ones((weighted.shape[0], 1))])
+
+    A = design(X)
+    W = np.linalg.solve(A.T @ A + penalty * np.eye(A.shape[1]), A.T @ np.asarray(Y, float))
+    scores = design(X_new) @ W
+    out = np.full(labels.shape, -np.inf)
+    for i, j in zip(*np.nonzero(labels >= 0)):
+        out[i, j] = math.log(max(scores[i, labels[i, j]], RIDGE_FLOOR))
+    return W, out
+
+
+@pytest.mark.parametrize("feature_weighting", ["idf", "none"])
+@pytest.mark.parametrize("penalty", [0.01, 1.0])
+def test_ridge_scores_match_dense_reference(rng, feature_weighting, penalty, monkeypatch):
+    from xmltree import _tail_scorers as tail_module
+
+    X, Y = random_problem(rng)
+    X_new = rng.random((15, X.shape[1])) * (rng.random((15, X.shape[1])) < 0.4)
+    X_new[0] = 0.0
+    labels = random_candidates(rng, X_new.shape[0], Y.shape[1], 6)
+    # Scores are computed a few rows at a time: blocks of 2 rows here.
+    monkeypatch.setattr(tail_module, "_SCORE_BLOCK", 2 * Y.shape[1])
+    scorer = RidgeTailScorer(penalty, feature_weighting).fit(sp.csr_matrix(X), Y)
+    W, expected = reference_ridge_log_scores(X, Y, X_new, labels, penalty, feature_weighting)
+    np.testing.assert_allclose(scorer.coef_, W, rtol=1e-4, atol=1e-5)
+    got = scorer._log_score(sp.csr_matrix(X_new.astype(np.float32)), labels)
+    assert np.array_equal(np.isinf(got), labels < 0)
+    np.testing.assert_allclose(got[labels >= 0], expected[labels >= 0], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(scorer.score(X_new, labels), np.exp(expected), rtol=1e-4,
+                               atol=1e-6)
+    # A label never seen in training has zero weights: floored, finite.
+    unseen = Y.shape[1] - 1
+    unseen_labels = np.full((X_new.shape[0], 1), unseen, dtype=np.int32)
+    log_floor = scorer._log_score(sp.csr_matrix(X_new.astype(np.float32)), unseen_labels)
+    assert np.all(log_floor == math.log(tail_module.RIDGE_FLOOR))
+
+
+def test_ridge_refuses_systems_over_the_memory_limit(rng, monkeypatch):
+    from xmltree import _tail_scorers as tail_module
+
+    X, Y = random_problem(rng)
+    monkeypatch.setattr(tail_module, "MAX_RIDGE_BYTES", 8 * 13 * 13)
+    with pytest.raises(ValueError, match="tail_scorer='centroid'"):
+        Reranker(tail_scorer="ridge").fit(X, Y)
+    with pytest.raises(NotFittedError):
+        RidgeTailScorer().score(X, [[0]] * X.shape[0])
 
 
 def check_dot_product_paths(rng, n_samples, n_features, n_labels, density):
@@ -275,6 +337,8 @@ def rare_label_problem():
         ({"alpha": 0.8, "gamma": 30.0, "feature_weighting": "none"}, True),
         ({"method": "linear", "beta": 0.3, "gamma": 1.0}, True),
         ({"method": "linear", "beta": 0.3, "gamma": 1.0, "propensity_exponent": 1.0}, True),
+        ({"tail_scorer": "ridge", "alpha": 0.5}, True),
+        ({"tail_scorer": "ridge", "method": "linear", "beta": 0.3}, True),
     ],
 )
 def test_rare_true_label_rises_and_frequent_wrong_label_falls(settings, reaches_top):
@@ -297,7 +361,11 @@ def test_reranked_scores_finite_for_featureless_points_and_unseen_labels(rng):
     labels = np.array([[0, unseen, 1, -1]] * 4, dtype=np.int32)
     scores = np.array([[0.5, 0.0, 0.2, 0.0]] * 4)
     points = np.vstack([np.zeros((2, X.shape[1]), dtype=np.float32), X[1:3]])
-    for settings in ({}, {"method": "linear", "propensity_exponent": 2.0}):
+    for settings in (
+        {},
+        {"method": "linear", "propensity_exponent": 2.0},
+        {"tail_scorer": "ridge", "ridge_penalty": 1e-3},
+    ):
         reranker = Reranker(**settings).fit(X, Y)
         ranked, blended = reranker.rerank_predictions(points, labels, scores, k=4)
         assert np.all(np.isfinite(blended))
@@ -306,9 +374,10 @@ def test_reranked_scores_finite_for_featureless_points_and_unseen_labels(rng):
 
 
 @pytest.mark.parametrize("n_features", [0, 4])
-def test_training_rows_without_features_give_finite_scores(n_features):
+@pytest.mark.parametrize("tail_scorer", ["centroid", "ridge"])
+def test_training_rows_without_features_give_finite_scores(n_features, tail_scorer):
     X = sp.csr_matrix((5, n_features), dtype=np.float32)
-    reranker = Reranker().fit(X, np.eye(5, 3))
+    reranker = Reranker(tail_scorer=tail_scorer).fit(X, np.eye(5, 3))
     labels, scores = reranker.rerank_predictions(X, [[0, 1, 2]] * 5, [[0.5, 0.3, 0.2]] * 5, k=3)
     assert np.all(np.isfinite(scores)) and np.all(scores > 0)
     np.testing.assert_array_equal(labels, [[0, 1, 2]] * 5)  # equal tails keep the base order
@@ -368,9 +437,12 @@ def test_rerank_predictions_cuts_candidates_and_pads_k(rng):
     assert np.all(got_labels[:, 4:] == -1) and np.all(got_scores[:, 4:] == 0.0)
 
 
-def test_state_round_trip(tmp_path, rng):
+@pytest.mark.parametrize("tail_scorer", ["centroid", "ridge"])
+def test_state_round_trip(tmp_path, rng, tail_scorer):
     X, Y = random_problem(rng)
     reranker = Reranker(
+        tail_scorer=tail_scorer,
+        ridge_penalty=0.3,
         method="linear",
         beta=0.4,
         gamma=5.0,
@@ -387,8 +459,8 @@ def test_state_round_trip(tmp_path, rng):
     save_model(
         tmp_path / "model.npz", "ldsm", {"rerank": params}, {"tree.nodes": np.arange(3), **arrays}
     )
-    _, loaded_params, loaded_arrays = load_model(tmp_path / "model.npz")
-    restored = Reranker._from_state(loaded_params["rerank"], loaded_arrays)
+    stored = load_model(tmp_path / "model.npz")
+    restored = Reranker._from_state(stored.params["rerank"], stored.arrays)
     assert restored.get_params() == reranker.get_params()
     np.testing.assert_array_equal(restored.inverse_propensity_, reranker.inverse_propensity_)
     np.testing.assert_array_equal(
@@ -403,9 +475,8 @@ def test_state_round_trip(tmp_path, rng):
         np.testing.assert_array_equal(a, b)
     reranker.save(tmp_path / "reranker.npz")
     again = Reranker.load(tmp_path / "reranker.npz")
-    np.testing.assert_array_equal(
-        again.scorer_.centroids_.toarray(), reranker.scorer_.centroids_.toarray()
-    )
+    for name, array in reranker.scorer_._state_arrays().items():
+        np.testing.assert_array_equal(again.scorer_._state_arrays()[name], array)
 
 
 def corrupt(arrays, name, value):
@@ -440,9 +511,26 @@ def test_from_state_rejects_corrupt_states(rng):
         ),
         {k: v for k, v in arrays.items() if not k.endswith("inverse_propensity")},
     ]
-    for bad in bad_arrays:
+    ridge_params, ridge_arrays = Reranker(tail_scorer="ridge").fit(X, Y)._get_state()
+    coef = ridge_arrays[STATE_PREFIX + "ridge_coef"]
+    bad_ridge = [
+        {k: v for k, v in ridge_arrays.items() if not k.endswith("ridge_coef")},
+        corrupt(ridge_arrays, "ridge_coef", coef[:-1]),
+        corrupt(ridge_arrays, "ridge_coef", coef.ravel()),
+        corrupt(ridge_arrays, "ridge_coef", coef.astype(np.float64)),
+        corrupt(ridge_arrays, "ridge_coef", coef + np.float32(np.inf)),
+        corrupt(ridge_arrays, "feature_weights", np.full(X.shape[1], np.nan, np.float32)),
+    ]
+    for bad_params, bad in [(params, a) for a in bad_arrays] + [
+        (ridge_params, a) for a in bad_ridge
+    ]:
         with pytest.raises(ModelFormatError):
-            Reranker._from_state(params, bad)
+            Reranker._from_state(bad_params, bad)
+    # A ridge state read as a centroid one (or the reverse) lacks its arrays.
+    with pytest.raises(ModelFormatError, match="missing"):
+        Reranker._from_state({**ridge_params, "tail_scorer": "centroid"}, ridge_arrays)
+    with pytest.raises(ModelFormatError, match="missing"):
+        Reranker._from_state({**params, "tail_scorer": "ridge"}, arrays)
     for name, value in [
         ("alpha", 2.0),
         ("method", "best"),
@@ -453,6 +541,8 @@ def test_from_state_rejects_corrupt_states(rng):
         ("unit_centroids", 1),
         ("propensity_exponent", -1.0),
         ("propensity_b", 0.0),
+        ("tail_scorer", "knn"),
+        ("ridge_penalty", -1.0),
     ]:
         with pytest.raises(ModelFormatError):
             Reranker._from_state({**params, name: value}, arrays)
@@ -482,6 +572,9 @@ def test_from_state_rejects_corrupt_states(rng):
         {"propensity_exponent": float("nan")},
         {"propensity_a": float("inf")},
         {"propensity_b": 0.0},
+        {"tail_scorer": "knn"},
+        {"ridge_penalty": 0.0},
+        {"ridge_penalty": float("nan")},
     ],
 )
 def test_bad_parameters_raise_value_error(kwargs):
@@ -572,3 +665,75 @@ def test_propensity_weighted_targets(rng):
     c = (math.log(n) - 1) * (1.5 + 1) ** 0.55
     inverse = 1 + c * (frequencies + 1.5) ** -0.55
     np.testing.assert_allclose(weighted.toarray(), Y * inverse[None, :], rtol=1e-5)
+
+
+def test_make_reranker_from_an_estimator_setting():
+    assert make_reranker(False) is None and make_reranker(np.bool_(False)) is None
+    assert make_reranker(True).get_params() == Reranker().get_params()
+    assert make_reranker({}).get_params() == Reranker().get_params()
+    made = make_reranker({"gamma": 30, "propensity_exponent": 1})
+    assert made.get_params() == Reranker(gamma=30.0, propensity_exponent=1.0).get_params()
+    assert not hasattr(made, "scorer_")
+    with pytest.raises(ValueError, match="unknown re-ranker parameter 7"):
+        make_reranker({7: 1.0})
+    with pytest.raises(ValueError, match="rerank: gamma must be"):
+        make_reranker({"gamma": -1.0})
+    for bad in (None, "True", 0, 1.0, ["alpha"]):
+        with pytest.raises(ValueError, match="rerank must be True, False or a dict"):
+            make_reranker(bad)
+
+
+# ----------------------------------------------------------------------------- format version 1
+
+
+def first_layout(params, arrays):
+    """A re-ranker state as format version 1 first stored it, made by hand.
+
+    Settings: method, alpha, beta, gamma, n_candidates, n_features, n_labels;
+    arrays: the CSR centroids and the label counts, nothing else.
+    """
+    old_params = {
+        name: params[name]
+        for name in ("method", "alpha", "beta", "gamma", "n_candidates", "n_features", "n_labels")
+    }
+    old_arrays = {
+        STATE_PREFIX + name: arrays[STATE_PREFIX + name]
+        for name in ("centroid_indptr", "centroid_indices", "centroid_data", "label_counts")
+    }
+    return old_params, old_arrays
+
+
+def second_layout(params):
+    """Re-ranker settings as version 1 stored them last: no tail scorer choice."""
+    return {k: v for k, v in params.items() if k not in ("tail_scorer", "ridge_penalty")}
+
+
+def write_version_1(path, kind, params, arrays):
+    """Save with the current writer, then mark the file as format version 1."""
+    from test_persistence import rewrite_meta
+
+    save_model(path, kind, params, arrays)
+    rewrite_meta(path, format_version=1)
+
+
+def test_version_1_files_load_unless_the_reranker_has_the_first_layout(tmp_path, rng):
+    X, Y = random_problem(rng)
+    reranker = Reranker(gamma=5.0, propensity_exponent=1.0).fit(X, Y)
+    params, arrays = reranker._get_state()
+    path = tmp_path / "reranker.npz"
+    # Version 1 files written after the re-ranker gained its statistics: the
+    # same arrays, and no tail_scorer setting (all were centroid scorers).
+    write_version_1(path, "reranker", second_layout(params), arrays)
+    loaded = Reranker.load(path)
+    labels = random_candidates(rng, X.shape[0], Y.shape[1], 5)
+    scores = rng.random(labels.shape)
+    for a, b in zip(reranker.rerank_predictions(X, labels, scores, k=3),
+                    loaded.rerank_predictions(X, labels, scores, k=3)):
+        np.testing.assert_array_equal(a, b)
+    write_version_1(path, "reranker", *first_layout(params, arrays))
+    with pytest.raises(ModelFormatError, match="format version 1.*fit the re-ranker again"):
+        Reranker.load(path)
+    # The same state marked as the current version is simply corrupt.
+    save_model(path, "reranker", *first_layout(params, arrays))
+    with pytest.raises(ModelFormatError, match="re-ranker settings are invalid"):
+        Reranker.load(path)

@@ -62,7 +62,7 @@ def load(path):
     ModelFormatError
         If the file is not a valid xmltree model of a supported version.
     """
-    kind, params, arrays = load_model(path)
-    if kind not in _ESTIMATORS:
-        raise ModelFormatError(f"{path}: unknown model kind {kind!r}")
-    return _ESTIMATORS[kind]._from_state(params, arrays)
+    stored = load_model(path)
+    if stored.kind not in _ESTIMATORS:
+        raise ModelFormatError(f"{path}: unknown model kind {stored.kind!r}")
+    return _ESTIMATORS[stored.kind]._from_file(stored)

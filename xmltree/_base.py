@@ -14,7 +14,7 @@ import numbers
 import joblib
 import numpy as np
 
-from ._persistence import load_model, save_model
+from ._persistence import ModelFile, load_model, save_model
 from .exceptions import NotFittedError
 
 __all__ = [
@@ -28,6 +28,8 @@ class Estimator:
     Subclasses set ``_KIND`` (the model kind written in model files) and
     implement ``_get_state() -> (params, arrays)`` and the class method
     ``_from_state(params, arrays)``, which must validate everything it reads.
+    A subclass whose stored layout changed in some format version overrides
+    ``_upgrade_state`` to convert or refuse files of older versions.
     """
 
     _KIND: str
@@ -75,10 +77,7 @@ class Estimator:
 
     def _json_params(self) -> dict:
         """The constructor parameters as plain Python values ``json`` can store."""
-        return {
-            name: value.item() if isinstance(value, np.generic) else value
-            for name, value in self.get_params().items()
-        }
+        return {name: _plain(value) for name, value in self.get_params().items()}
 
     def __repr__(self) -> str:
         defaults = type(self)().get_params()
@@ -140,8 +139,30 @@ class Estimator:
             If the file is not a valid model of this kind and of a supported
             format version, or any stored array is inconsistent.
         """
-        _, params, arrays = load_model(path, kind=cls._KIND)
+        return cls._from_file(load_model(path, kind=cls._KIND))
+
+    @classmethod
+    def _from_file(cls, stored: ModelFile):
+        """Rebuild a fitted estimator from a :func:`load_model` result of any readable version."""
+        params, arrays = cls._upgrade_state(stored.version, stored.params, stored.arrays)
         return cls._from_state(params, arrays)
+
+    @classmethod
+    def _upgrade_state(cls, version: int, params: dict, arrays: dict) -> tuple[dict, dict]:
+        """Return the state of a file of format `version` in the current layout.
+
+        The default keeps it as it is: the estimator's layout has not changed
+        since ``OLDEST_READABLE_VERSION``. Overrides raise ``ModelFormatError``
+        for files they cannot convert, saying what to do.
+        """
+        return params, arrays
+
+
+def _plain(value):
+    """``value`` with NumPy scalars, also inside a dict of settings, made Python scalars."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _unfitted(cls, params: dict) -> Estimator:

@@ -13,20 +13,44 @@ from __future__ import annotations
 import json
 import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from ._atomic import atomic_write
 from .exceptions import ModelFormatError
 
-__all__ = ["FORMAT_VERSION", "save_model", "load_model"]
+__all__ = ["FORMAT_VERSION", "OLDEST_READABLE_VERSION", "ModelFile", "save_model", "load_model"]
 
-#: Version of the file layout written by :func:`save_model`. Increment when an
-#: incompatible change is made; files of another version are refused on load.
-FORMAT_VERSION = 1
+#: Version of the file layout written by :func:`save_model`, shared by all
+#: model kinds. Increment it whenever what any estimator stores changes, and
+#: record the change here; an estimator whose own layout changed upgrades or
+#: refuses older files in its ``_upgrade_state`` (``xmltree._base.Estimator``).
+#:
+#: 1. First layout.
+#: 2. The LdSM / Reranker tail-label re-ranker stores its feature weights
+#:    (``rerank.feature_weights``), label inverse propensities
+#:    (``rerank.inverse_propensity``) and the settings that made them; in
+#:    version 1 files it may still have the first layout, without them.
+#:    LdSM's ``rerank`` hyper-parameter may be a dict of re-ranker settings.
+FORMAT_VERSION = 2
+
+#: Files of versions ``OLDEST_READABLE_VERSION`` to ``FORMAT_VERSION`` are read;
+#: others are refused with a message saying what to do.
+OLDEST_READABLE_VERSION = 1
 
 _MAGIC = "xmltree-model"
 _META_KEY = "__meta__"
+
+
+class ModelFile(NamedTuple):
+    """What :func:`load_model` read: the model kind, the file's format version,
+    the JSON parameters and the arrays."""
+
+    kind: str
+    version: int
+    params: dict
+    arrays: dict[str, np.ndarray]
 
 
 def save_model(path, kind: str, params: dict, arrays: dict[str, np.ndarray]) -> None:
@@ -63,7 +87,7 @@ def save_model(path, kind: str, params: dict, arrays: dict[str, np.ndarray]) -> 
         np.savez(handle, **{_META_KEY: meta_bytes}, **arrays)
 
 
-def load_model(path, kind: str | None = None) -> tuple[str, dict, dict[str, np.ndarray]]:
+def load_model(path, kind: str | None = None) -> ModelFile:
     """Read a model file written by :func:`save_model`.
 
     Parameters
@@ -75,18 +99,17 @@ def load_model(path, kind: str | None = None) -> tuple[str, dict, dict[str, np.n
 
     Returns
     -------
-    kind : str
-        The model kind stored in the file.
-    params : dict
-        The hyper-parameters and metadata.
-    arrays : dict of str to numpy.ndarray
-        All arrays, fully read into memory.
+    ModelFile
+        The model kind stored in the file, its format version (between
+        ``OLDEST_READABLE_VERSION`` and ``FORMAT_VERSION``; the estimator
+        upgrades older layouts), the hyper-parameters and metadata, and all
+        arrays, fully read into memory.
 
     Raises
     ------
     ModelFormatError
         If the file is not an xmltree model, is truncated or corrupt, holds
-        pickled objects, or has another format version or kind.
+        pickled objects, or has an unreadable format version or another kind.
     """
     path = Path(path)
     try:
@@ -105,13 +128,25 @@ def load_model(path, kind: str | None = None) -> tuple[str, dict, dict[str, np.n
         raise ModelFormatError(f"{path}: unreadable model file ({exc})") from exc
     if not isinstance(meta, dict) or meta.get("magic") != _MAGIC:
         raise ModelFormatError(f"{path}: not an xmltree model file")
-    version = meta.get("format_version")
-    if version != FORMAT_VERSION:
-        raise ModelFormatError(
-            f"{path}: model format version {version} is not supported "
-            f"(this xmltree reads version {FORMAT_VERSION})"
-        )
+    version = _check_version(path, meta.get("format_version"))
     stored_kind = meta.get("kind")
     if kind is not None and stored_kind != kind:
         raise ModelFormatError(f"{path}: holds a {stored_kind!r} model, expected {kind!r}")
-    return stored_kind, meta.get("params", {}), arrays
+    return ModelFile(stored_kind, version, meta.get("params", {}), arrays)
+
+
+def _check_version(path: Path, version) -> int:
+    """Return a readable format version; otherwise say why not and what to do."""
+    readable = f"this xmltree reads versions {OLDEST_READABLE_VERSION} to {FORMAT_VERSION}"
+    is_int = isinstance(version, int) and not isinstance(version, bool)
+    if is_int and version > FORMAT_VERSION:
+        raise ModelFormatError(
+            f"{path}: model format version {version} was written by a newer xmltree "
+            f"({readable}): upgrade xmltree to load it"
+        )
+    if not is_int or version < OLDEST_READABLE_VERSION:
+        raise ModelFormatError(
+            f"{path}: model format version {version!r} is not supported ({readable}): "
+            "train the model again"
+        )
+    return version

@@ -222,6 +222,10 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
             group.add_argument(flag, dest=name, type=kind, help=text)
     group.add_argument("--rerank", action="store_true",
                        help="LdSM: also fit the tail-label re-ranker (for 'predict --rerank')")
+    group.add_argument("--rerank-param", dest="rerank_params", action="append", default=[],
+                       metavar="NAME=VALUE",
+                       help="LdSM: a re-ranker setting, e.g. alpha=0.8 (repeatable; implies "
+                       "--rerank; names: " + ", ".join(_rerank_defaults()) + ")")
 
 
 # --------------------------------------------------------------------------- handlers
@@ -242,8 +246,9 @@ def _model_from_args(args, learner: str = "ldsm"):
     accepted = set(cls._param_names())
     given = {name: getattr(args, name) for name, _, _ in _HYPER_PARAMETERS
              if getattr(args, name) is not None}
-    if args.rerank:
-        given["rerank"] = True
+    rerank = _rerank_setting(args.rerank, args.rerank_params)
+    if rerank is not False:
+        given["rerank"] = rerank
     foreign = sorted(set(given) - accepted)
     if foreign:
         flags = ", ".join("--" + name.replace("_", "-") for name in foreign)
@@ -252,6 +257,50 @@ def _model_from_args(args, learner: str = "ldsm"):
     if "verbose" in accepted:
         given["verbose"] = not args.quiet
     return cls(**given)
+
+
+def _rerank_defaults() -> dict:
+    from .rerank import Reranker
+
+    return Reranker().get_params()
+
+
+def _rerank_setting(rerank: bool, pairs: list[str]):
+    """``LdSM(rerank=...)`` from ``--rerank`` and ``--rerank-param NAME=VALUE`` options.
+
+    Values are converted to the type of the setting's default and checked at
+    once, so a typo fails before the data is read.
+    """
+    if not pairs:
+        return rerank
+    from .rerank import make_reranker
+
+    defaults = _rerank_defaults()
+    settings = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep:
+            raise ValueError(f"--rerank-param {pair!r}: expected NAME=VALUE")
+        if name not in defaults:
+            raise ValueError(f"--rerank-param: unknown re-ranker setting {name!r}; "
+                             f"valid: {', '.join(defaults)}")
+        settings[name] = _parse_setting(name, text, type(defaults[name]))
+    make_reranker(settings)
+    return settings
+
+
+def _parse_setting(name: str, text: str, kind: type):
+    """Convert ``text`` to ``kind`` (bool: true/false), naming the setting on failure."""
+    if kind is bool:
+        if text.lower() in ("true", "false"):
+            return text.lower() == "true"
+    else:
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    expected = "true or false" if kind is bool else f"a value of type {kind.__name__}"
+    raise ValueError(f"--rerank-param {name}: expected {expected}, got {text!r}")
 
 
 def _run_benchmark(args) -> int:
@@ -307,9 +356,9 @@ def _run_demo(args) -> int:
 def _run_train(args) -> int:
     if args.learner == "learned-tree":
         return _train_learned_tree(args)
+    model = _model_from_args(args, args.learner)  # bad options fail before the data is read
     X_train, Y_train = _read(args.data, args.format)
     _print_summary("train", X_train, Y_train)
-    model = _model_from_args(args, args.learner)
     targets = None
     if args.learner == "lomtree":
         from .lomtree import to_multiclass

@@ -28,7 +28,7 @@ from ._tree import LEAF_SCORES, TREE_ARRAYS, Forest
 from ._validation import check_features, check_labels
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 from .rerank import STATE_PREFIX as RERANK_PREFIX
-from .rerank import Reranker
+from .rerank import Reranker, make_reranker, upgrade_version_1
 
 __all__ = ["LdSM", "NotFittedError", "merge"]
 
@@ -110,10 +110,15 @@ class LdSM(Estimator):
         the same ``random_state`` and consecutive ranges (``first_tree=0,
         n_trees=5``, then ``first_tree=5, n_trees=5``) and joined with
         :func:`merge` reproduce the single fit exactly.
-    rerank : bool, default=False
+    rerank : bool or dict, default=False
         Also fit a tail-label re-ranker (:class:`xmltree.rerank.Reranker`,
-        PfastreXML-style) on the training data, for ``predict(..., rerank=True)``.
-        Its blend settings can be changed on ``reranker_`` after fitting.
+        PfastreXML-style) on the training data, for ``predict(..., rerank=True)``:
+        ``True`` with its default settings, or a dict of its parameters, e.g.
+        ``{"tail_scorer": "ridge", "ridge_penalty": 3.0, "alpha": 0.3,
+        "propensity_exponent": 2.0}`` (the setting tuned for Bibtex in
+        ``benchmarks/README.md``). The dict is checked when fitting starts.
+        The fitted re-ranker is ``reranker_``; its blend settings can still
+        be changed there with ``set_params``.
     n_jobs : int or None, default=-1
         Threads for training (one tree per thread) and prediction (examples
         split across threads), with joblib's convention: ``None`` means 1,
@@ -135,7 +140,7 @@ class LdSM(Estimator):
     n_nodes_, n_leaves_, depth_ : numpy.ndarray of int, shape (n_trees,)
         Size, leaf count and maximum depth of each tree.
     reranker_ : xmltree.rerank.Reranker or None
-        The tail-label re-ranker when fitted with ``rerank=True``.
+        The tail-label re-ranker when fitted with ``rerank`` set.
 
     Examples
     --------
@@ -196,7 +201,7 @@ class LdSM(Estimator):
         check_choice("optimizer", params["optimizer"], _OPTIMIZERS)
         check_choice("routing", params["routing"], _ROUTINGS)
         check_choice("leaf_scores", params["leaf_scores"], LEAF_SCORES)
-        check_choice("rerank", params["rerank"], (True, False))
+        make_reranker(params["rerank"])
         check_seed(params["random_state"])
         check_int("first_tree", params["first_tree"], 0)
         n_threads(params["n_jobs"])
@@ -247,8 +252,9 @@ class LdSM(Estimator):
         trees = _build_trees(X, Y, params, seeds)
         # fit owns the trees: the forest may take their arrays as it copies them.
         self._set_trees(trees, X.shape[1], Y.shape[1], release=True)
-        if params["rerank"]:
-            self.reranker_ = Reranker().fit(X, Y)
+        reranker = make_reranker(params["rerank"])
+        if reranker is not None:
+            self.reranker_ = reranker.fit(X, Y)
         return self
 
     def _set_trees(self, trees: list[dict], n_features: int, n_labels: int,
@@ -286,8 +292,8 @@ class LdSM(Estimator):
             Labels per sample, >= 1.
         rerank : bool, default=False
             Re-rank the ensemble's ``reranker_.n_candidates`` best labels with
-            the tail-label re-ranker fitted with ``rerank=True``, which favours
-            rare labels (higher PSP@k at a small cost in P@k).
+            the tail-label re-ranker fitted as the ``rerank`` parameter asked,
+            which favours rare labels (higher PSP@k at a small cost in P@k).
 
         Returns
         -------
@@ -314,7 +320,8 @@ class LdSM(Estimator):
         if not rerank:
             return forest.predict_top_k(X, int(k), n_threads(self.n_jobs))
         if self.reranker_ is None:
-            raise ValueError("this model has no re-ranker; fit it with LdSM(rerank=True)")
+            raise ValueError("this model has no re-ranker; fit it with LdSM(rerank=True) "
+                             "or LdSM(rerank={...Reranker settings...})")
         X = check_features(X, n_features=self.n_features_)
         n_candidates = max(int(k), self.reranker_.n_candidates)
         labels, scores = forest.predict_top_k(X, n_candidates, n_threads(self.n_jobs))
@@ -454,6 +461,18 @@ class LdSM(Estimator):
         if self.reranker_ is not None:
             params["reranker"], reranker_arrays = self.reranker_._get_state()
             arrays.update(reranker_arrays)
+        return params, arrays
+
+    @classmethod
+    def _upgrade_state(cls, version: int, params: dict, arrays: dict) -> tuple[dict, dict]:
+        """Version-1 files load as they are, but for their re-ranker's settings."""
+        if isinstance(params, dict) and "reranker" in params:
+            reranker = upgrade_version_1(
+                version, params["reranker"], arrays,
+                "train the model again with LdSM(rerank=...), or load it with the xmltree "
+                "that wrote it, set model.reranker_ = None, save it, load it here and fit "
+                "a new model.reranker_ = Reranker(...).fit(X, Y, n_labels=model.n_labels_)")
+            params = {**params, "reranker": reranker}
         return params, arrays
 
     @classmethod

@@ -1,0 +1,438 @@
+"""Tail classifiers for re-ranking: a score per (point, candidate label) pair.
+
+Used by :class:`xmltree.rerank.Reranker`, which blends their scores with a
+base model's; both need few examples per label to be useful, which is what
+tail labels have.
+
+:class:`TailScorer` (PfastreXML's, Jain, Prabhu & Varma, KDD 2016)
+    Distance of the unit-normalised point to the centroid of the training
+    points carrying the label, ``t_l(x) = 1 / (1 + exp(gamma ||x_hat - mu_l||^2))``,
+    through sparse dot products: any number of features and labels.
+:class:`RidgeTailScorer`
+    One-vs-rest ridge regression, fitted in closed form with dense
+    ``n_features x n_labels`` weights: for up to a few thousand features.
+
+Both weight features by their IDF before rows are unit-normalised (or not,
+``feature_weighting="none"``) and store their arrays under ``STATE_PREFIX``
+names so that an estimator can keep them beside its own in one model file.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from numbers import Real
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+
+from . import _rerank
+from ._validation import check_csr_structure, check_features, check_labels
+from .exceptions import DataFormatError, ModelFormatError, NotFittedError
+
+__all__ = ["TailScorer", "RidgeTailScorer"]
+
+logger = logging.getLogger(__name__)
+
+#: Feature weightings accepted by :class:`TailScorer` and :class:`Reranker`.
+FEATURE_WEIGHTINGS = ("idf", "none")
+
+#: Largest dense system :class:`RidgeTailScorer` solves, in bytes (float64).
+MAX_RIDGE_BYTES = 2**31
+
+#: Floor of a ridge score before its log is blended, as least-squares outputs
+#: may be 0 or negative. Uncritical: on Delicious's held-out rows, floors from
+#: 1e-5 to 1e-2 gave the same best settings and scores.
+RIDGE_FLOOR = 1e-4
+
+#: Scores computed at once by :meth:`RidgeTailScorer._log_score` (rows x labels).
+_SCORE_BLOCK = 2**22
+
+#: Prefix of the array names in :meth:`Reranker._get_state`, so that an
+#: estimator can store the re-ranker's arrays beside its own in one file.
+STATE_PREFIX = "rerank."
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def _check_real(value, name: str, low: float, high: float, *, low_open: bool = False) -> float:
+    """Return ``value`` as a float in ``[low, high]`` (``(low, high]`` if `low_open`)."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number, got {value!r}")
+    too_low = value <= low if low_open else value < low
+    if too_low or value > high:
+        interval = f"{'(' if low_open else '['}{low}, {high}]"
+        raise ValueError(f"{name} must be in {interval}, got {value!r}")
+    return float(value)
+
+
+def _check_gamma(gamma) -> float:
+    """Return the tail classifier's sharpness as a finite float > 0."""
+    return _check_real(gamma, "gamma", 0.0, math.inf, low_open=True)
+
+
+def _check_penalty(value) -> float:
+    """Return the ridge penalty as a finite float > 0."""
+    return _check_real(value, "ridge_penalty", 0.0, math.inf, low_open=True)
+
+
+def _check_tail_settings(feature_weighting, unit_centroids) -> tuple[str, bool]:
+    """Validate how :class:`TailScorer` builds its centroids."""
+    if feature_weighting not in FEATURE_WEIGHTINGS:
+        raise ValueError(
+            f"feature_weighting must be one of {FEATURE_WEIGHTINGS}, got {feature_weighting!r}"
+        )
+    if not isinstance(unit_centroids, (bool, np.bool_)):
+        raise ValueError(f"unit_centroids must be True or False, got {unit_centroids!r}")
+    return feature_weighting, bool(unit_centroids)
+
+
+def _check_candidate_labels(labels, n_labels: int | None = None) -> np.ndarray:
+    """Return candidate ids as a C int32 array: label ids in ``[0, n_labels)`` or -1."""
+    labels = np.asarray(labels)
+    if labels.ndim != 2:
+        raise DataFormatError(f"labels: expected a 2-D array, got {labels.ndim}-D")
+    if labels.size and not np.issubdtype(labels.dtype, np.integer):
+        raise DataFormatError(f"labels: expected integer label ids, got dtype {labels.dtype}")
+    if labels.size and labels.min() < -1:
+        raise DataFormatError("labels: ids must be >= 0, or -1 for an empty slot")
+    limit = np.iinfo(np.int32).max + 1 if n_labels is None else n_labels
+    if labels.size and labels.max() >= limit:
+        raise DataFormatError(f"labels: id {int(labels.max())} out of range [0, {limit})")
+    return np.ascontiguousarray(labels, dtype=np.int32)
+
+
+# ----------------------------------------------------------------------------- scorers
+
+
+def _unit_rows(matrix) -> sp.csr_matrix:
+    """Return `matrix` (sparse) with each non-zero row scaled to unit L2 norm."""
+    matrix = sp.csr_matrix(matrix)
+    row_norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1), dtype=np.float64).ravel())
+    inverse_norms = np.divide(1.0, row_norms, out=np.zeros_like(row_norms), where=row_norms > 0)
+    return sp.csr_matrix(sp.diags(inverse_norms.astype(np.float32)) @ matrix)
+
+
+def _feature_weights(X: sp.csr_matrix, feature_weighting: str) -> np.ndarray:
+    """Per-feature factors (float32): smoothed IDF of the training rows, or ones."""
+    if feature_weighting == "none":
+        return np.ones(X.shape[1], dtype=np.float32)
+    document_frequency = np.bincount(X.indices, minlength=X.shape[1])
+    idf = 1.0 + np.log((1.0 + X.shape[0]) / (1.0 + document_frequency))
+    return idf.astype(np.float32)
+
+
+class _Scorer:
+    """What the tail scorers share: fitted check and ``score`` from ``_log_score``."""
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "feature_weights_"):
+            raise NotFittedError(
+                f"this {type(self).__name__} is not fitted yet; call fit(X, Y) first"
+            )
+
+    def score(self, X, labels) -> np.ndarray:
+        """Return the tail score of each row's candidate labels.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Points to score.
+        labels : array-like of shape (n_samples, n_candidates), int
+            Label ids per row, -1 for an empty slot.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n_samples, n_candidates), float64
+            Scores, 0 in empty slots; finite for rows with no feature and for
+            labels never seen in training.
+        """
+        self._check_fitted()
+        return np.exp(self._log_score(X, _check_candidate_labels(labels, self.n_labels_)))
+
+
+class TailScorer(_Scorer):
+    """Nearest-centroid classifier per label, used to rescue tail labels.
+
+    Parameters
+    ----------
+    gamma : float, default=2.0
+        Sharpness of ``t_l(x) = 1 / (1 + exp(gamma * ||x_hat - mu_l||^2))``;
+        larger values trust only candidates very close to their centroid.
+    feature_weighting : {"idf", "none"}, default="idf"
+        Scale each feature by its smoothed inverse document frequency in the
+        training rows, ``1 + log((1 + n) / (1 + df_f))``, before rows are
+        unit-normalised (both in training and when scoring), or leave the
+        features as they are.
+    unit_centroids : bool, default=True
+        Unit-normalise each centroid, making ``||x_hat - mu_l||^2`` equal to
+        ``2 - 2 cos(x, mu_l)``; otherwise ``mu_l`` is the plain mean.
+
+    Attributes
+    ----------
+    centroids_ : scipy.sparse.csr_matrix of shape (n_labels, n_features), float32
+        ``mu_l``: mean of the weighted, unit-L2-normalised training rows
+        carrying label ``l`` (unit-normalised if `unit_centroids`); an empty
+        row for a label never seen in training.
+    feature_weights_ : numpy.ndarray of shape (n_features,), float32
+        The factor applied to each feature (all 1 without weighting).
+    label_counts_ : numpy.ndarray of shape (n_labels,), int64
+        Training rows per label.
+    n_features_, n_labels_ : int
+        Dimensions seen in :meth:`fit`.
+    """
+
+    def __init__(
+        self, gamma: float = 2.0, feature_weighting: str = "idf", unit_centroids: bool = True
+    ):
+        self.gamma = _check_gamma(gamma)
+        self.feature_weighting, self.unit_centroids = _check_tail_settings(
+            feature_weighting, unit_centroids
+        )
+
+    def fit(self, X, Y, n_labels: int | None = None) -> TailScorer:
+        """Compute the label centroids.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Training features; rows with no feature contribute zero vectors.
+        Y : indicator matrix of shape (n_samples, n_labels) or list of label lists
+            Training labels.
+        n_labels : int, optional
+            Size of the label space, if larger than ``Y`` shows (e.g. the
+            base model's); extra labels get empty centroids.
+
+        Returns
+        -------
+        TailScorer
+            ``self``.
+        """
+        X = check_features(X)
+        Y = check_labels(Y, n_samples=X.shape[0], n_labels=n_labels)
+        weights = _feature_weights(X, self.feature_weighting)
+        X_unit = _unit_rows(X @ sp.diags(weights))
+        counts = np.diff(Y.tocsc().indptr).astype(np.int64)
+        inverse_counts = np.divide(1.0, counts, out=np.zeros(counts.shape), where=counts > 0)
+        centroids = sp.diags(inverse_counts.astype(np.float32)) @ (Y.T.tocsr() @ X_unit)
+        if self.unit_centroids:
+            centroids = _unit_rows(centroids)
+        self._set_centroids(sp.csr_matrix(centroids, dtype=np.float32), counts, weights)
+        logger.debug(
+            "fitted %d label centroids (%d stored values)", counts.size, self.centroids_.nnz
+        )
+        return self
+
+    def _set_centroids(
+        self, centroids: sp.csr_matrix, counts: np.ndarray, feature_weights: np.ndarray
+    ) -> None:
+        """Install centroids in the layout the kernel reads and cache their norms."""
+        self.feature_weights_ = np.ascontiguousarray(feature_weights, dtype=np.float32)
+        centroids.sum_duplicates()
+        centroids.sort_indices()
+        centroids.indices = centroids.indices.astype(np.int32, copy=False)
+        centroids.indptr = centroids.indptr.astype(np.int64, copy=False)
+        self.centroids_ = centroids
+        self.label_counts_ = counts
+        self.n_labels_, self.n_features_ = centroids.shape
+        # The kernel also walks centroids feature by feature (see _rerank).
+        by_feature = centroids.tocsc()
+        by_feature.sort_indices()
+        self._centroids_by_feature = (
+            by_feature.indptr.astype(np.int64),
+            by_feature.indices.astype(np.int32),
+            by_feature.data,
+        )
+        row_of_value = np.repeat(np.arange(self.n_labels_), np.diff(centroids.indptr))
+        self._centroid_sq_norms = np.bincount(
+            row_of_value,
+            weights=centroids.data.astype(np.float64) ** 2,
+            minlength=self.n_labels_,
+        ).astype(np.float64)  # bincount of nothing is int64
+
+    def _log_score(self, X, labels: np.ndarray) -> np.ndarray:
+        """``log t_l(x)`` for validated int32 candidate ids; -inf in empty slots."""
+        X = check_features(X, n_features=self.n_features_)
+        if X.shape[0] != labels.shape[0]:
+            raise DataFormatError(f"labels: has {labels.shape[0]} rows but X has {X.shape[0]}")
+        centroids = self.centroids_
+        return _rerank.tail_log_scores(
+            X.indptr,
+            X.indices,
+            X.data,
+            centroids.indptr,
+            centroids.indices,
+            centroids.data,
+            *self._centroids_by_feature,
+            self._centroid_sq_norms,
+            self.feature_weights_,
+            labels,
+            self.gamma,
+        )
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays that define the fitted scorer, by state name."""
+        return {
+            "centroid_indptr": self.centroids_.indptr,
+            "centroid_indices": self.centroids_.indices,
+            "centroid_data": self.centroids_.data,
+            "label_counts": self.label_counts_,
+            "feature_weights": self.feature_weights_,
+        }
+
+    def _load_arrays(self, arrays: dict, n_features: int, n_labels: int) -> None:
+        """Install :meth:`_state_arrays` output read from a file, checking it."""
+        indptr = _state_array(arrays, "centroid_indptr", np.int64, (n_labels + 1,))
+        indices = _state_array(arrays, "centroid_indices", np.int32, None)
+        data = _state_array(arrays, "centroid_data", np.float32, indices.shape)
+        counts = _state_array(arrays, "label_counts", np.int64, (n_labels,))
+        weights = _state_feature_weights(arrays, n_features)
+        try:
+            check_csr_structure(indptr, indices, (n_labels, n_features), "re-ranker centroids")
+        except DataFormatError as exc:
+            raise ModelFormatError(str(exc)) from exc
+        if not np.all(np.isfinite(data)) or np.any(counts < 0):
+            raise ModelFormatError("re-ranker centroids: non-finite values or negative counts")
+        self._set_centroids(
+            sp.csr_matrix((data, indices, indptr), shape=(n_labels, n_features)), counts, weights
+        )
+
+
+class RidgeTailScorer(_Scorer):
+    """One-vs-rest ridge regression: a linear least-squares classifier per label.
+
+    The centroid scorer compares a point with the mean of each label's
+    points; least squares also weighs features by how they co-occur, which
+    tells labels with similar centroids apart. All labels are fitted at once
+    in closed form,
+
+        W = argmin ||[A 1] W - Y||^2 + penalty ||W||^2,
+
+    with ``A`` the (IDF-weighted) unit-normalised training rows, by one dense
+    ``(n_features + 1)``-square solve; the score ``r_l(x) = [x_hat 1] . W_l``
+    estimates ``P(l | x)``, and is floored at ``RIDGE_FLOOR`` before its log
+    enters the blend (below it a candidate is ranked by its base score and
+    propensity alone). ``W`` is dense, so this scorer is for up to a few
+    thousand features (Bibtex, Delicious); :meth:`fit` refuses systems
+    larger than ``MAX_RIDGE_BYTES``.
+
+    Parameters
+    ----------
+    penalty : float > 0, default=1.0
+        Ridge penalty on the weights (and bias).
+    feature_weighting : {"idf", "none"}, default="idf"
+        As for :class:`TailScorer`.
+
+    Attributes
+    ----------
+    coef_ : numpy.ndarray of shape (n_features + 1, n_labels), float32
+        ``W``; its last row holds the biases.
+    feature_weights_ : numpy.ndarray of shape (n_features,), float32
+    n_features_, n_labels_ : int
+    """
+
+    def __init__(self, penalty: float = 1.0, feature_weighting: str = "idf"):
+        self.penalty = _check_penalty(penalty)
+        self.feature_weighting, _ = _check_tail_settings(feature_weighting, True)
+
+    def fit(self, X, Y, n_labels: int | None = None) -> RidgeTailScorer:
+        """Solve the ridge system for every label.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Training features.
+        Y : indicator matrix of shape (n_samples, n_labels) or list of label lists
+            Training labels.
+        n_labels : int, optional
+            Size of the label space, if larger than ``Y`` shows; extra labels
+            get zero weights.
+
+        Returns
+        -------
+        RidgeTailScorer
+            ``self``.
+
+        Raises
+        ------
+        ValueError
+            If the dense system would exceed ``MAX_RIDGE_BYTES``.
+        """
+        X = check_features(X)
+        Y = check_labels(Y, n_samples=X.shape[0], n_labels=n_labels)
+        n_features, n_labels = X.shape[1], Y.shape[1]
+        needed = 8 * (n_features + 1) * (n_features + 1 + n_labels)
+        if needed > MAX_RIDGE_BYTES:
+            raise ValueError(
+                f"tail_scorer='ridge' needs {needed / 2**30:.1f} GiB of dense matrices for "
+                f"{n_features} features and {n_labels} labels (limit "
+                f"{MAX_RIDGE_BYTES / 2**30:.0f} GiB); use tail_scorer='centroid'"
+            )
+        weights = _feature_weights(X, self.feature_weighting)
+        A = sp.hstack([_unit_rows(X @ sp.diags(weights)), np.ones((X.shape[0], 1))], "csr")
+        gram = (A.T @ A).toarray().astype(np.float64)
+        gram[np.diag_indices_from(gram)] += self.penalty
+        targets = (A.T @ Y).toarray().astype(np.float64)
+        coef = scipy.linalg.solve(gram, targets, assume_a="pos")
+        self._set_coef(coef.astype(np.float32), weights)
+        return self
+
+    def _set_coef(self, coef: np.ndarray, feature_weights: np.ndarray) -> None:
+        self.coef_ = np.ascontiguousarray(coef)
+        self.feature_weights_ = np.ascontiguousarray(feature_weights, dtype=np.float32)
+        self.n_features_, self.n_labels_ = coef.shape[0] - 1, coef.shape[1]
+
+    def _log_score(self, X, labels: np.ndarray) -> np.ndarray:
+        """``log max(r_l(x), RIDGE_FLOOR)`` for validated int32 ids; -inf in empty slots."""
+        X = check_features(X, n_features=self.n_features_)
+        if X.shape[0] != labels.shape[0]:
+            raise DataFormatError(f"labels: has {labels.shape[0]} rows but X has {X.shape[0]}")
+        A = _unit_rows(X @ sp.diags(self.feature_weights_))
+        log_scores = np.full(labels.shape, -np.inf)
+        # All labels' scores for a block of rows at a time: dense, but bounded.
+        block = max(1, _SCORE_BLOCK // self.n_labels_)
+        for start in range(0, X.shape[0], block):
+            rows = slice(start, start + block)
+            scores = A[rows] @ self.coef_[:-1] + self.coef_[-1]
+            picked = np.take_along_axis(scores, np.maximum(labels[rows], 0), axis=1)
+            floored = np.log(np.maximum(picked.astype(np.float64), RIDGE_FLOOR))
+            log_scores[rows] = np.where(labels[rows] >= 0, floored, -np.inf)
+        return log_scores
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays that define the fitted scorer, by state name."""
+        return {"ridge_coef": self.coef_, "feature_weights": self.feature_weights_}
+
+    def _load_arrays(self, arrays: dict, n_features: int, n_labels: int) -> None:
+        """Install :meth:`_state_arrays` output read from a file, checking it."""
+        coef = _state_array(arrays, "ridge_coef", np.float32, (n_features + 1, n_labels))
+        if not np.all(np.isfinite(coef)):
+            raise ModelFormatError("re-ranker ridge weights: non-finite values")
+        self._set_coef(coef, _state_feature_weights(arrays, n_features))
+
+
+# ----------------------------------------------------------------------------- stored state
+
+
+def _state_feature_weights(arrays: dict, n_features: int) -> np.ndarray:
+    """Fetch and check the stored feature weights (finite, >= 0)."""
+    weights = _state_array(arrays, "feature_weights", np.float32, (n_features,))
+    if not (np.all(np.isfinite(weights)) and np.all(weights >= 0)):
+        raise ModelFormatError("re-ranker feature weights: must be finite and >= 0")
+    return weights
+
+
+def _state_array(arrays: dict, name: str, dtype, shape) -> np.ndarray:
+    """Fetch ``STATE_PREFIX + name`` with exactly `dtype` and `shape` (None: any 1-D)."""
+    key = STATE_PREFIX + name
+    if key not in arrays:
+        raise ModelFormatError(f"re-ranker array {key!r} is missing")
+    array = np.asarray(arrays[key])
+    if array.dtype != dtype or (array.ndim != 1 if shape is None else array.shape != shape):
+        raise ModelFormatError(
+            f"re-ranker array {key!r} has dtype {array.dtype} and shape {array.shape}, "
+            f"expected {np.dtype(dtype)} and {shape if shape is not None else '1-D'}"
+        )
+    return np.ascontiguousarray(array)
