@@ -128,6 +128,16 @@ def test_merge_keeps_an_identical_reranker_and_refuses_a_different_one(problem):
         X[:100], labels[:100])
     with pytest.raises(ValueError, match="re-ranker of model 1 differs"):
         merge([head, other])
+    # The same re-ranker asked for in two ways merges; other settings do not.
+    same = LdSM(n_trees=1, random_state=0, first_tree=1, rerank={}, **FAST).fit(X, labels)
+    assert merge([head, same]).n_trees == 2
+    tuned = LdSM(n_trees=1, random_state=0, first_tree=1, rerank={"alpha": 0.3},
+                 **FAST).fit(X, labels)
+    with pytest.raises(ValueError, match="re-ranker of model 1 differs"):
+        merge([head, tuned])
+    plain = LdSM(n_trees=1, random_state=0, first_tree=1, **FAST).fit(X, labels)
+    with pytest.raises(ValueError, match="has_reranker=False"):
+        merge([head, plain])
 
 
 def test_first_tree_is_validated():

@@ -606,8 +606,11 @@ def _check_compatible(models: list[LdSM]) -> None:
 
 def _merge_signature(model: LdSM) -> dict:
     """What must be equal for two models to be shards of one ensemble."""
+    # ``rerank`` is compared through the fitted re-rankers (_same_reranker):
+    # True and {} ask for the same one.
     signature = {name: value for name, value in model.get_params().items()
-                 if name not in _SHARD_PARAMS}
+                 if name not in _SHARD_PARAMS and name != "rerank"}
+    signature["has_reranker"] = model.reranker_ is not None
     signature["n_features_"], signature["n_labels_"] = model.n_features_, model.n_labels_
     return signature
 
