@@ -259,11 +259,11 @@ def preset_runs(preset: str, scales, params: dict, *, test_fraction: float = 0.2
 
 def format_table(results: list[dict]) -> str:
     """Fixed-width text table of the main columns, one row per result."""
-    lines = ["".join(f"{header:>9}" for header in TABLE_COLUMNS.values())]
+    lines = ["".join(f"{header:>10}" for header in TABLE_COLUMNS.values())]
     for result in results:
         cells = [100 * result[c] if "@" in c else result[c] for c in TABLE_COLUMNS]
-        lines.append("".join(f"{v:>9.0f}" if abs(v) >= 1000 else f"{v:>9.3f}" if v < 1
-                             else f"{v:>9.2f}" for v in cells))
+        lines.append("".join(f"{v:>10.0f}" if abs(v) >= 1000 else f"{v:>10.3f}" if v < 1
+                             else f"{v:>10.2f}" for v in cells))
     return "\n".join(lines)
 
 
