@@ -10,11 +10,14 @@ Examples
     python benchmarks/bench_predict.py              # delicious + bibtex, 10 and 50 trees
     python benchmarks/bench_predict.py --datasets delicious --n-trees 50 --threads 2
     python benchmarks/bench_predict.py --json predict.json --dump-dir outputs/
+    python benchmarks/bench_predict.py --datasets bibtex --n-trees 50 --leaf-aggregation sum
 
 ``--dump-dir`` also saves the predicted labels and scores of every configuration, so two
 builds can be checked for bit-identical results. On a shared machine, ``--clock cpu`` times
 the process's CPU seconds (all threads) instead of wall time: less sensitive to other jobs,
 and run against an older build (``PYTHONPATH=old/checkout``) it gives a speed ratio.
+``--leaf-aggregation sum`` times the cached models with that prediction setting
+(``xmltree.ldsm.merge`` of the one model rebuilds its forest with it).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import numpy as np
 
 import xmltree
 from xmltree.datasets import load_dataset
+from xmltree.ldsm import merge
 
 DEFAULT_DATA_HOME = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "xmltree-bench-predict"
@@ -72,6 +76,8 @@ def parse_args():
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--json", type=Path, help="also write the table as JSON")
     parser.add_argument("--dump-dir", type=Path, help="save predicted labels and scores here")
+    parser.add_argument("--leaf-aggregation", choices=["mean", "sum"],
+                        help="predict with this setting (default: the model's own)")
     return parser.parse_args()
 
 
@@ -85,6 +91,8 @@ def main():
         (X_train, Y_train), (X_test, _) = load_dataset(name, args.data_home, subset="both")
         for n_trees in args.n_trees:
             model = cached_model(args.cache, name, n_trees, X_train, Y_train)
+            if args.leaf_aggregation is not None:
+                model = merge([model.set_params(leaf_aggregation=args.leaf_aggregation)])
             for threads in args.threads:
                 model.n_jobs = threads
                 seconds, (labels, scores) = best_time(model, X_test, args.k, args.repeats,
