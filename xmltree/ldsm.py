@@ -87,8 +87,9 @@ class LdSM(Estimator):
         their sum, so that a tree that sends the example down several paths
         weighs more in the ensemble's average and labels found on several of
         those paths rank higher. Used at prediction only. With frequency
-        leaves and 50 trees, "sum" gains 0.7-1.1 points of P@1 on held-out
-        Bibtex rows and loses 0.3-0.6 on Delicious (``benchmarks/README.md``):
+        leaves and 50 trees, "sum" gains 0.7-1.1 points of P@1 and 0.1-0.3
+        of P@5 on held-out Bibtex rows, and loses 0.3-0.8 points of P@k on
+        Delicious (``benchmarks/README.md``):
         ``leaf_scores="frequency", leaf_aggregation="sum"`` is the setting
         for data with few labels per example.
     max_weights_per_regressor : int or None, default=2048
