@@ -12,7 +12,7 @@ implement are printed next to ``LdSM.predict`` as a check of the re-routing.
 Examples
 --------
     python benchmarks/reroute_ldsm.py --dataset bibtex --leaf-scores frequency \\
-        --threshold 0.3 0.4 0.5 0.6 --weighting none sigmoid clamp --exponent 1 0.5 0
+        --threshold 0.3 0.4 0.5 0.6 --weighting none sigmoid --exponent 1 0.5 0
 """
 
 from __future__ import annotations
@@ -31,12 +31,10 @@ from xmltree.ldsm import merge
 from xmltree.metrics import evaluate
 
 #: Factor applied to the weight of an example sent to a child, from the
-#: child's regressor score z: none, sigmoid(z), or z clamped to [1e-3, 1]
-#: (the training statistics' clamped margin, kept positive).
+#: child's regressor score z: none, or sigmoid(z).
 WEIGHTINGS = {
     "none": np.ones_like,
     "sigmoid": lambda z: 1.0 / (1.0 + np.exp(-z)),
-    "clamp": lambda z: np.clip(z, 1e-3, 1.0),
 }
 
 
