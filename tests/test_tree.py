@@ -263,8 +263,10 @@ def test_summed_leaves_give_rows_summing_to_the_mean_leaf_count(rng):
     np.testing.assert_allclose(sums, counts.mean(axis=1), rtol=1e-5)
 
 
-def test_thread_count_does_not_change_results(rng):
-    forest, _ = make_forest(rng, n_trees=6, arity=2, max_nodes=60)
+@pytest.mark.parametrize("leaf_aggregation", ["mean", "sum"])
+def test_thread_count_does_not_change_results(rng, leaf_aggregation):
+    forest, _ = make_forest(rng, n_trees=6, arity=2, max_nodes=60,
+                            leaf_aggregation=leaf_aggregation)
     X = random_features(rng, 500, 20)
     one = forest.predict_top_k(X, 7, n_threads=1)
     two = forest.predict_top_k(X, 7, n_threads=2)
