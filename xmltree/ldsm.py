@@ -4,8 +4,9 @@ LdSM (Majzoubi & Choromanska, AISTATS 2020) grows M-ary trees whose nodes
 hold one linear regressor per child. Training (``xmltree._ldsm.build_tree``)
 pushes each node's regressors to split the labels of the node into balanced,
 pure children; at prediction an example may descend to several children, and
-its scores are the average of the normalised label histograms of the leaves
-it reaches, averaged again over the trees of the ensemble.
+its scores are the average (or, as an option, the sum) of the normalised label
+histograms of the leaves it reaches, averaged again over the trees of the
+ensemble.
 
 This module is the thin Python layer: hyper-parameter and input validation,
 seeding, parallel training with joblib threads (the compiled builder releases
