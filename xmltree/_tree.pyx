@@ -8,10 +8,10 @@ Prediction follows Algorithm 2 of Majzoubi & Choromanska (2020): an example
 descends from the root to *every* child chosen by the routing rule of
 ``_routing.pxd``; a tree scores the example with the average of the
 normalised label histograms of all the leaves reached (or, as an option,
-their sum), and the ensemble averages the trees. Regressor scores are computed exactly as during training
-(float64, starting from the bias, then features in increasing order), so an
-example follows at prediction time the children it was sent to while the
-tree was built.
+their sum), and the ensemble averages the trees. Regressor scores are
+computed exactly as during training (float64, starting from the bias, then
+features in increasing order), so an example follows at prediction time the
+children it was sent to while the tree was built.
 
 Speed comes from these choices, each measured on Delicious and Bibtex: a
 block of up to BLOCK_SIZE examples descends each tree together, node by
