@@ -171,6 +171,7 @@ def main(argv=None) -> None:
     parser.add_argument("--lambda2", type=float, default=None)
     parser.add_argument("--routing", choices=("margin", "sigmoid"), default=None)
     parser.add_argument("--leaf-scores", choices=("distribution", "frequency"), default=None)
+    parser.add_argument("--leaf-aggregation", choices=("mean", "sum"), default=None)
     parser.add_argument("--max-weights-per-regressor", type=int, default=None)
     parser.add_argument("--max-weights-per-example", type=float, default=None)
     parser.add_argument("--json", type=Path, help="write all results here")
@@ -178,7 +179,8 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     params = {name: getattr(args, name) for name in
               ("arity", "max_nodes", "epochs", "learning_rate", "lambda1", "lambda2", "routing",
-               "leaf_scores", "max_weights_per_regressor", "max_weights_per_example")
+               "leaf_scores", "leaf_aggregation", "max_weights_per_regressor",
+               "max_weights_per_example")
               if getattr(args, name) is not None}
 
     results: dict[str, list[dict]] = {}

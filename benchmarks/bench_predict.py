@@ -10,11 +10,16 @@ Examples
     python benchmarks/bench_predict.py              # delicious + bibtex, 10 and 50 trees
     python benchmarks/bench_predict.py --datasets delicious --n-trees 50 --threads 2
     python benchmarks/bench_predict.py --json predict.json --dump-dir outputs/
+    python benchmarks/bench_predict.py --datasets bibtex --n-trees 50 --max-nodes 2000 \
+        --leaf-scores frequency --leaf-aggregation sum
 
 ``--dump-dir`` also saves the predicted labels and scores of every configuration, so two
 builds can be checked for bit-identical results. On a shared machine, ``--clock cpu`` times
 the process's CPU seconds (all threads) instead of wall time: less sensitive to other jobs,
 and run against an older build (``PYTHONPATH=old/checkout``) it gives a speed ratio.
+``--max-nodes`` and ``--leaf-scores`` train (and cache) models with those settings;
+``--leaf-aggregation sum`` times them with that prediction setting
+(``xmltree.ldsm.merge`` of the one model rebuilds its forest with it).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import numpy as np
 
 import xmltree
 from xmltree.datasets import load_dataset
+from xmltree.ldsm import merge
 
 DEFAULT_DATA_HOME = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "xmltree-bench-predict"
@@ -37,13 +43,15 @@ DEFAULT_CACHE = Path(tempfile.gettempdir()) / "xmltree-bench-predict"
 logger = logging.getLogger("bench_predict")
 
 
-def cached_model(cache: Path, name: str, n_trees: int, X_train, Y_train):
-    """The LdSM of `n_trees` trees on dataset `name`, trained once and then loaded."""
-    path = cache / f"{name}-ldsm-{n_trees}.npz"
+def cached_model(cache: Path, name: str, n_trees: int, X_train, Y_train, params: dict):
+    """The LdSM of `n_trees` trees on dataset `name` with the training settings `params`
+    (defaults for the others), trained once and then loaded."""
+    settings = "".join(f"-{key}={value}" for key, value in sorted(params.items()))
+    path = cache / f"{name}-ldsm-{n_trees}{settings}.npz"
     if path.exists():
         return xmltree.load(path)
     logger.info("training %d trees on %s", n_trees, name)
-    model = xmltree.LdSM(n_trees=n_trees, random_state=0).fit(X_train, Y_train)
+    model = xmltree.LdSM(n_trees=n_trees, random_state=0, **params).fit(X_train, Y_train)
     cache.mkdir(parents=True, exist_ok=True)
     model.save(path)
     return model
@@ -72,6 +80,11 @@ def parse_args():
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--json", type=Path, help="also write the table as JSON")
     parser.add_argument("--dump-dir", type=Path, help="save predicted labels and scores here")
+    parser.add_argument("--max-nodes", type=int, help="train with this node budget")
+    parser.add_argument("--leaf-scores", choices=["distribution", "frequency"],
+                        help="train with these leaf scores")
+    parser.add_argument("--leaf-aggregation", choices=["mean", "sum"],
+                        help="predict with this setting (default: the model's own)")
     return parser.parse_args()
 
 
@@ -80,11 +93,15 @@ def main():
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     rows = []
     clock = time.perf_counter if args.clock == "wall" else time.process_time
+    params = {option: getattr(args, option) for option in ("max_nodes", "leaf_scores")
+              if getattr(args, option) is not None}
     print(f"{'dataset':<10} {'trees':>5} {'threads':>7} {'ms/example':>10} ({args.clock})")
     for name in args.datasets:
         (X_train, Y_train), (X_test, _) = load_dataset(name, args.data_home, subset="both")
         for n_trees in args.n_trees:
-            model = cached_model(args.cache, name, n_trees, X_train, Y_train)
+            model = cached_model(args.cache, name, n_trees, X_train, Y_train, params)
+            if args.leaf_aggregation is not None:
+                model = merge([model.set_params(leaf_aggregation=args.leaf_aggregation)])
             for threads in args.threads:
                 model.n_jobs = threads
                 seconds, (labels, scores) = best_time(model, X_test, args.k, args.repeats,

@@ -19,7 +19,7 @@ from test_tree import (
 import xmltree
 from xmltree._persistence import save_model
 from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
-from xmltree.ldsm import LdSM
+from xmltree.ldsm import LdSM, merge
 from xmltree.rerank import Reranker
 
 try:
@@ -65,7 +65,8 @@ def clustered_problem(rng, n_samples, n_features=30, n_labels=10):
     ("n_trees", 0), ("n_trees", 2.0), ("arity", 1), ("arity", 9), ("max_nodes", 0),
     ("epochs", 0), ("lambda1", -0.1), ("lambda2", float("nan")), ("learning_rate", 0.0),
     ("learning_rate", "fast"), ("weight_threshold", -1.0), ("optimizer", "adam"),
-    ("routing", "hinge"), ("leaf_scores", "mean"), ("random_state", -3), ("random_state", 1.5),
+    ("routing", "hinge"), ("leaf_scores", "mean"), ("leaf_aggregation", "max"),
+    ("random_state", -3), ("random_state", 1.5),
     ("n_jobs", 0), ("n_jobs", "all"), ("arity", True), ("max_weights_per_regressor", 0),
     ("max_weights_per_regressor", 10.0), ("max_weights_per_example", 0.0),
     ("max_weights_per_example", "many"),
@@ -80,7 +81,7 @@ def test_invalid_parameters_are_reported_at_fit(name, value):
 def test_get_set_params_and_repr():
     model = LdSM(n_trees=5, routing="sigmoid")
     params = model.get_params()
-    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 18
+    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 19
     assert model.set_params(arity=3, verbose=True) is model
     assert model.arity == 3
     assert repr(model) == "LdSM(n_trees=5, arity=3, routing='sigmoid', verbose=True)"
@@ -364,12 +365,30 @@ def test_frequency_leaves_score_label_frequencies_and_are_saved(rng, tmp_path):
     np.testing.assert_array_equal(loaded.predict(X)[1], model.predict(X)[1])
 
 
-def test_files_without_leaf_scores_load_as_distributions(rng, tmp_path):
+def test_files_without_leaf_settings_load_as_averaged_distributions(rng, tmp_path):
     params, arrays = _state(rng)
     del params["hyper_parameters"]["leaf_scores"]
+    del params["hyper_parameters"]["leaf_aggregation"]
     path = tmp_path / "older.npz"
     save_model(path, LdSM._KIND, params, arrays)
-    assert LdSM.load(path).leaf_scores == "distribution"
+    loaded = LdSM.load(path)
+    assert loaded.leaf_scores == "distribution" and loaded.leaf_aggregation == "mean"
+
+
+def test_summed_leaves_are_saved_and_change_only_the_scores(rng, tmp_path):
+    model, _ = model_from_random_trees(rng, n_trees=3, arity=3)
+    X = random_features(rng, 60, model.n_features_)
+    summed = merge([model.set_params(leaf_aggregation="sum")])
+    counts = summed.leaves_reached(X)
+    np.testing.assert_array_equal(counts, model.leaves_reached(X))
+    # Distribution leaves: a summing tree contributes its leaf count.
+    sums = np.asarray(summed.predict_scores(X).sum(axis=1)).ravel()
+    np.testing.assert_allclose(sums, counts.mean(axis=1), rtol=1e-5)
+    path = tmp_path / "summed.npz"
+    summed.save(path)
+    loaded = LdSM.load(path)
+    assert loaded.leaf_aggregation == "sum"
+    np.testing.assert_array_equal(loaded.predict(X)[1], summed.predict(X)[1])
 
 
 @needs_build_tree

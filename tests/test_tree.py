@@ -109,8 +109,10 @@ def reference_leaves(tree, x, arity, threshold):
     return leaves
 
 
-def reference_scores(trees, X, arity, threshold, n_labels):
-    """Dense (n_samples, n_labels) averaged scores and leaf counts."""
+def reference_scores(trees, X, arity, threshold, n_labels, leaf_aggregation="mean"):
+    """Dense (n_samples, n_labels) ensemble scores and leaf counts: each tree
+    averages (or sums) the histograms of its reached leaves, the ensemble
+    averages the trees."""
     dense = X.toarray()
     scores = np.zeros((X.shape[0], n_labels))
     counts = np.zeros((X.shape[0], len(trees)), dtype=np.int32)
@@ -118,10 +120,11 @@ def reference_scores(trees, X, arity, threshold, n_labels):
         for t, tree in enumerate(trees):
             leaves = reference_leaves(tree, x, arity, threshold)
             counts[i, t] = len(leaves)
+            share = 1 if leaf_aggregation == "sum" else len(leaves)
             for leaf in leaves:
                 span = slice(tree["leaf_indptr"][leaf], tree["leaf_indptr"][leaf + 1])
                 scores[i, tree["leaf_labels"][span]] += (
-                    tree["leaf_values"][span] / len(leaves) / len(trees)
+                    tree["leaf_values"][span] / share / len(trees)
                 )
     return scores, counts
 
@@ -139,11 +142,11 @@ def reference_top_k(scores, k):
 
 
 def make_forest(rng, *, n_trees=3, arity=2, n_features=20, n_labels=30, routing="margin",
-                **tree_options):
+                leaf_aggregation="mean", **tree_options):
     trees = [random_flat_tree(rng, arity=arity, n_features=n_features, n_labels=n_labels,
                               **tree_options) for _ in range(n_trees)]
     forest = Forest(trees, arity=arity, n_features=n_features, n_labels=n_labels,
-                    routing=routing)
+                    routing=routing, leaf_aggregation=leaf_aggregation)
     return forest, trees
 
 
@@ -155,15 +158,16 @@ def make_forest(rng, *, n_trees=3, arity=2, n_features=20, n_labels=30, routing=
 @pytest.mark.parametrize("arity", [2, 3, 4])
 @pytest.mark.parametrize("routing", ["margin", "sigmoid"])
 @pytest.mark.parametrize("n_labels", [30, 6])
-def test_prediction_matches_reference(rng, arity, routing, n_labels):
+@pytest.mark.parametrize("leaf_aggregation", ["mean", "sum"])
+def test_prediction_matches_reference(rng, arity, routing, n_labels, leaf_aggregation):
     forest, trees = make_forest(rng, n_trees=4, arity=arity, routing=routing,
-                                n_labels=n_labels)
+                                n_labels=n_labels, leaf_aggregation=leaf_aggregation)
     # 4 trees of leaves with 3 labels on average: 6 labels are scored
     # densely, 30 through the touched-label list.
     assert forest.dense_scores == (n_labels == 6)
     X = random_features(rng, 150, 20)
     expected, expected_counts = reference_scores(
-        trees, X, arity, routing_threshold(routing), n_labels
+        trees, X, arity, routing_threshold(routing), n_labels, leaf_aggregation
     )
     counts = forest.leaves_reached(X)
     np.testing.assert_array_equal(counts, expected_counts)
@@ -248,8 +252,21 @@ def test_scores_sum_to_one_per_row(rng):
     np.testing.assert_allclose(sums, 1.0, rtol=1e-5)
 
 
-def test_thread_count_does_not_change_results(rng):
-    forest, _ = make_forest(rng, n_trees=6, arity=2, max_nodes=60)
+def test_summed_leaves_give_rows_summing_to_the_mean_leaf_count(rng):
+    # Each reached leaf's histogram sums to 1, so a tree that sums its
+    # leaves contributes its leaf count, and the ensemble their mean.
+    forest, _ = make_forest(rng, n_trees=5, arity=3, leaf_aggregation="sum")
+    X = random_features(rng, 80, 20)
+    counts = forest.leaves_reached(X)
+    assert counts.max() > 1
+    sums = np.asarray(forest.predict_scores(X).sum(axis=1)).ravel()
+    np.testing.assert_allclose(sums, counts.mean(axis=1), rtol=1e-5)
+
+
+@pytest.mark.parametrize("leaf_aggregation", ["mean", "sum"])
+def test_thread_count_does_not_change_results(rng, leaf_aggregation):
+    forest, _ = make_forest(rng, n_trees=6, arity=2, max_nodes=60,
+                            leaf_aggregation=leaf_aggregation)
     X = random_features(rng, 500, 20)
     one = forest.predict_top_k(X, 7, n_threads=1)
     two = forest.predict_top_k(X, 7, n_threads=2)
@@ -490,6 +507,9 @@ def test_forest_arguments_are_checked(rng):
     with pytest.raises(ValueError, match="leaf_scores"):
         Forest([tree], arity=2, n_features=20, n_labels=30, routing="margin",
                leaf_scores="counts")
+    with pytest.raises(ValueError, match="leaf_aggregation"):
+        Forest([tree], arity=2, n_features=20, n_labels=30, routing="margin",
+               leaf_aggregation="max")
 
 
 def test_frequency_leaves_need_not_sum_to_one(rng):

@@ -37,6 +37,8 @@ cdef struct ForestArrays:
     float64_t threshold          # routing threshold on the raw score z
     bint dense_scores            # accumulate scores without tracking touched labels,
                                  # then find them by scanning all n_labels scores
+    bint sum_leaves              # a tree adds up the leaves an example reaches
+                                 # instead of averaging them
     const offset_t* tree_offset  # (n_trees + 1,) first global node id of each tree
     const index_t* first_child   # (n_nodes,) global id of child 0, -1 for a leaf
     const offset_t* weight_indptr    # (n_nodes * arity + 1,) CSR rows = regressors
@@ -117,6 +119,7 @@ cdef class Forest:
     cdef readonly index_t n_labels       # label-space size
     cdef readonly float64_t threshold    # routing threshold on the raw score
     cdef readonly bint dense_scores      # see ForestArrays.dense_scores
+    cdef readonly bint sum_leaves        # see ForestArrays.sum_leaves
     cdef ForestArrays arrays             # raw views for the kernels
 
     cdef void _concatenate(self, list trees, bint release) except *

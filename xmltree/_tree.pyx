@@ -7,11 +7,11 @@ single ``prange`` over blocks of examples descends every tree without the GIL.
 Prediction follows Algorithm 2 of Majzoubi & Choromanska (2020): an example
 descends from the root to *every* child chosen by the routing rule of
 ``_routing.pxd``; a tree scores the example with the average of the
-normalised label histograms of all the leaves reached, and the ensemble
-averages the trees. Regressor scores are computed exactly as during training
-(float64, starting from the bias, then features in increasing order), so an
-example follows at prediction time the children it was sent to while the
-tree was built.
+normalised label histograms of all the leaves reached (or, as an option,
+their sum), and the ensemble averages the trees. Regressor scores are
+computed exactly as during training (float64, starting from the bias, then
+features in increasing order), so an example follows at prediction time the
+children it was sent to while the tree was built.
 
 Speed comes from these choices, each measured on Delicious and Bibtex: a
 block of up to BLOCK_SIZE examples descends each tree together, node by
@@ -47,7 +47,8 @@ from ._types cimport float32_t, float64_t, index_t, offset_t
 from ._validation import check_csr_structure, check_features
 from .exceptions import DataFormatError, ModelFormatError
 
-__all__ = ["Forest", "check_tree", "routing_threshold", "LEAF_SCORES", "TREE_ARRAYS"]
+__all__ = ["Forest", "check_tree", "routing_threshold", "LEAF_AGGREGATIONS", "LEAF_SCORES",
+           "TREE_ARRAYS"]
 
 # The build turns wrap-around off for speed; the Python-level helpers below
 # that index NumPy arrays with -1 switch it back on with
@@ -60,6 +61,11 @@ _THRESHOLDS = {"margin": 0.5, "sigmoid": 0.0}
 #: What leaves may store per label: a normalised histogram, or the fraction
 #: of the leaf's training examples carrying the label (``_ldsm.build_tree``).
 LEAF_SCORES = ("distribution", "frequency")
+
+#: How a tree combines the leaves an example reaches: their average (the
+#: paper's Algorithm 2) or their sum, which gives a tree that sends the
+#: example down several paths a larger say (see ``LdSM``).
+LEAF_AGGREGATIONS = ("mean", "sum")
 
 #: Scores are accumulated without tracking which labels they touch when the
 #: label space is at most this many times the histogram entries an example
@@ -295,6 +301,9 @@ cdef class Forest:
         Routing mode the trees were trained with.
     leaf_scores : {"distribution", "frequency"}, default="distribution"
         What the leaves store (see :func:`check_tree`).
+    leaf_aggregation : {"mean", "sum"}, default="mean"
+        How a tree combines the leaves an example reaches (see
+        :data:`LEAF_AGGREGATIONS`); the ensemble always averages its trees.
     release : bool, default=False
         Remove each tree's weight and leaf arrays from its dict as soon as
         they are copied, so that a caller owning the dicts holds the model
@@ -302,9 +311,12 @@ cdef class Forest:
     """
 
     def __init__(self, trees, *, arity, n_features, n_labels, routing,
-                 leaf_scores="distribution", release=False):
+                 leaf_scores="distribution", leaf_aggregation="mean", release=False):
         if leaf_scores not in LEAF_SCORES:
             raise ValueError(f"leaf_scores must be one of {LEAF_SCORES}, got {leaf_scores!r}")
+        if leaf_aggregation not in LEAF_AGGREGATIONS:
+            raise ValueError(f"leaf_aggregation must be one of {LEAF_AGGREGATIONS}, "
+                             f"got {leaf_aggregation!r}")
         if len(trees) < 1:
             raise ModelFormatError("a forest needs at least one tree")
         if not 2 <= arity <= 64 or n_features < 1 or n_labels < 1:
@@ -315,6 +327,7 @@ cdef class Forest:
         self.n_features = n_features
         self.n_labels = n_labels
         self.threshold = routing_threshold(routing)
+        self.sum_leaves = leaf_aggregation == "sum"
         self._concatenate(list(trees), release)
         n_leaves = int(np.sum(self.first_child < 0))
         self.dense_scores = (n_labels <= DENSE_SCORES_RATIO * len(trees)
@@ -370,6 +383,7 @@ cdef class Forest:
         self.arrays.max_tree_nodes = int(np.max(np.diff(self.tree_offset)))
         self.arrays.threshold = self.threshold
         self.arrays.dense_scores = self.dense_scores
+        self.arrays.sum_leaves = self.sum_leaves
         self.arrays.tree_offset = &tree_offset[0]
         self.arrays.first_child = &first_child[0]
         self.arrays.weight_indptr = &weight_indptr[0]
@@ -459,9 +473,9 @@ cdef class Forest:
         Returns
         -------
         scipy.sparse.csr_matrix of shape (n_samples, n_labels)
-            float32 scores with sorted label ids; with distribution leaves each
-            row sums to 1 (up to rounding), since every example reaches at
-            least one leaf.
+            float32 scores with sorted label ids; with distribution leaves
+            averaged ("mean") each row sums to 1 (up to rounding), since every
+            example reaches at least one leaf.
         """
         X = check_features(X, n_features=self.n_features)
         cdef index_t n_samples = X.shape[0]
@@ -1085,7 +1099,8 @@ cdef void score_example(const ForestArrays* f, Scratch* s, index_t k) noexcept n
     last passed to `descend_block` (which must not have failed).
 
     Each tree weighs its ``n`` reached leaves by ``1 / (n * n_trees)``, so
-    the tree averages its leaves and the ensemble averages its trees.
+    the tree averages its leaves and the ensemble averages its trees; with
+    ``f.sum_leaves``, by ``1 / n_trees``, so the tree sums its leaves.
     """
     cdef index_t tree, n_leaves
     cdef offset_t slot
@@ -1093,7 +1108,7 @@ cdef void score_example(const ForestArrays* f, Scratch* s, index_t k) noexcept n
         slot = <offset_t>tree * BLOCK_SIZE + k
         n_leaves = s.block_n_leaves[slot]
         add_leaf_histograms(f, s, s.block_leaves + s.block_first_leaf[slot], n_leaves,
-                            1.0 / (<float64_t>n_leaves * f.n_trees))
+                            1.0 / ((1 if f.sum_leaves else <float64_t>n_leaves) * f.n_trees))
     if f.dense_scores:
         list_scored_labels(f, s)
 

@@ -200,6 +200,8 @@ _HYPER_PARAMETERS = (
     ("optimizer", ("nag", "sgd", "adagrad"),
      "update rule (LdSM, LOMtree: nag or sgd; learned-tree: adagrad or sgd)"),
     ("leaf_scores", ("distribution", "frequency"), "LdSM: what leaves score labels with"),
+    ("leaf_aggregation", ("mean", "sum"),
+     "LdSM: how a tree combines the leaves an example reaches"),
     ("max_internal_nodes", int, "LOMtree: node budget (default: classes - 1)"),
     ("swap_resistance", float, "LOMtree: swap resistance RS"),
     ("loss", ("hinge", "logistic"), "LOMtree: loss of the node regressors"),
