@@ -9,6 +9,8 @@ Examples
     python benchmarks/bench_ldsm.py                          # bibtex + delicious, all models
     python benchmarks/bench_ldsm.py --datasets delicious --models ldsm --n-trees 1 10 50
     python benchmarks/bench_ldsm.py --json results.json --plots plots/
+    python benchmarks/bench_ldsm.py --datasets bibtex --n-trees 50 \
+        --rerank-param tail_scorer=ridge --rerank-param alpha=0.3 ...   # with re-ranking
 
 Datasets are read from ``--data-home`` (default ``../shared/datasets`` next to the
 repository) in the ``<name>/train.txt`` + ``<name>/test.txt`` layout.
@@ -25,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from xmltree.benchmark import METRIC_KEYS, measure
+from xmltree.cli import _rerank_setting
 from xmltree.datasets import load_dataset, write_xc
 from xmltree.metrics import inverse_propensity
 
@@ -51,7 +54,7 @@ def run_ldsm(data, n_trees, params, n_jobs, timer):
     with timer("train"):
         model.fit(X_train, Y_train)
     with timer("predict"):
-        labels, _ = model.predict(X_test, k=5)
+        labels, _ = model.predict(X_test, k=5, rerank="rerank" in params)
     return labels, {"max_depth": int(np.max(model.depth_)),
                     "mean_nodes": float(np.mean(model.n_nodes_))}
 
@@ -174,6 +177,10 @@ def main(argv=None) -> None:
     parser.add_argument("--leaf-aggregation", choices=("mean", "sum"), default=None)
     parser.add_argument("--max-weights-per-regressor", type=int, default=None)
     parser.add_argument("--max-weights-per-example", type=float, default=None)
+    parser.add_argument("--rerank-param", dest="rerank_params", action="append", default=[],
+                        metavar="NAME=VALUE",
+                        help="fit LdSM with a tail-label re-ranker with this setting (repeatable) "
+                        "and predict with re-ranking")
     parser.add_argument("--json", type=Path, help="write all results here")
     parser.add_argument("--plots", type=Path, help="write PNG plots to this directory")
     args = parser.parse_args(argv)
@@ -182,6 +189,8 @@ def main(argv=None) -> None:
                "leaf_scores", "leaf_aggregation", "max_weights_per_regressor",
                "max_weights_per_example")
               if getattr(args, name) is not None}
+    if args.rerank_params:
+        params["rerank"] = _rerank_setting(True, args.rerank_params)
 
     results: dict[str, list[dict]] = {}
     for dataset in args.datasets:
