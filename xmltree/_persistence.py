@@ -33,6 +33,8 @@ __all__ = ["FORMAT_VERSION", "OLDEST_READABLE_VERSION", "ModelFile", "save_model
 #:    (``rerank.inverse_propensity``) and the settings that made them; in
 #:    version 1 files it may still have the first layout, without them.
 #:    LdSM's ``rerank`` hyper-parameter may be a dict of re-ranker settings.
+#:    New hyper-parameters, absent from version 1 files (which load with their
+#:    defaults): LdSM's ``leaf_aggregation`` and LOMTree's ``beam_scale``.
 FORMAT_VERSION = 2
 
 #: Files of versions ``OLDEST_READABLE_VERSION`` to ``FORMAT_VERSION`` are read;
