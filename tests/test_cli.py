@@ -220,3 +220,14 @@ def test_benchmark_without_matplotlib_fails_before_training(tmp_path, monkeypatc
     monkeypatch.setattr(benchmark, "label_curve", lambda *a, **k: pytest.fail("trained"))
     assert main(["-q", "benchmark", "--labels", "30", "--output", str(tmp_path / "r")]) == 1
     assert "pip install 'xmltree-xmc[plot]'" in capsys.readouterr().err
+
+
+def test_benchmark_presets_default_to_a_fixed_node_budget(monkeypatch):
+    from xmltree import benchmark
+
+    seen = []
+    monkeypatch.setattr(benchmark, "_run_point", lambda X, Y, params, _: seen.append(params) or {})
+    params = {"max_nodes": None, "arity": 2}
+    benchmark.preset_runs("amazon670k-shape", [0.001], params, progress=False)
+    benchmark.preset_runs("amazon670k-shape", [0.001], dict(params, max_nodes=7), progress=False)
+    assert [p["max_nodes"] for p in seen] == [benchmark.PRESET_MAX_NODES, 7]

@@ -31,8 +31,8 @@ from tqdm.auto import tqdm
 from .datasets import SYNTHETIC_PRESETS, make_synthetic_preset
 from .metrics import evaluate, inverse_propensity
 
-__all__ = ["measure", "node_budget", "label_curve", "preset_runs", "format_table",
-           "require_matplotlib", "plot_results", "write_report"]
+__all__ = ["PRESET_MAX_NODES", "measure", "node_budget", "label_curve", "preset_runs",
+           "format_table", "require_matplotlib", "plot_results", "write_report"]
 
 #: Metrics reported for every measured run.
 METRIC_KEYS = [f"{m}@{k}" for m in ("P", "nDCG", "PSP") for k in (1, 3, 5)]
@@ -152,8 +152,14 @@ def _run_ldsm(data, params: dict, timer):
                     "mean_nodes": float(np.mean(model.n_nodes_)), "model_mb": model_mb}
 
 
+#: Node budget per tree of :func:`preset_runs` when none is given: a full-size
+#: Amazon-670K-shaped tree of 2 K nodes would need tens of GB; with this budget
+#: ten such trees train within 16 GB (benchmarks/README.md, "Scale").
+PRESET_MAX_NODES = 20_000
+
+
 def node_budget(max_nodes, n_labels: int) -> int:
-    """Node budget of one run: ``max_nodes``, or ``2 K`` when it is None.
+    """Node budget of a K-curve point: ``max_nodes``, or ``2 K`` when it is None.
 
     With ``2 K`` nodes a binary tree may grow a leaf per label; in practice it
     stops earlier, when its nodes become pure or stop splitting, so the data
@@ -170,7 +176,6 @@ def _run_point(X, Y, params: dict, test_fraction: float) -> dict:
     when K exceeds what N points can carry, most labels never reach a tree.
     """
     data = _split(X, Y, test_fraction)
-    params = dict(params, max_nodes=node_budget(params["max_nodes"], Y.shape[1]))
     result = measure(lambda d, t: _run_ldsm(d, params, t), data, inverse_propensity(data[1]))
     n_labels_seen = int(np.unique(data[1].indices).size)
     log_m = math.log(params["arity"])
@@ -211,7 +216,8 @@ def label_curve(labels, params: dict, *, n_samples: int = 50_000, test_fraction:
     for n_labels in tqdm(labels, desc="K curve", unit="point", disable=not progress):
         preset = dataclasses.replace(base, n_samples=n_samples, n_labels=n_labels)
         X, Y = make_synthetic_preset(preset, random_state=seed)
-        results.append(_run_point(X, Y, params, test_fraction))
+        point = dict(params, max_nodes=node_budget(params["max_nodes"], n_labels))
+        results.append(_run_point(X, Y, point, test_fraction))
         del X, Y
     return results
 
@@ -227,8 +233,8 @@ def preset_runs(preset: str, scales, params: dict, *, test_fraction: float = 0.2
     scales : sequence of float
         Scales in (0, 1].
     params : dict
-        LdSM hyper-parameters; ``max_nodes=None`` means ``2 K`` at each scale
-        (:func:`node_budget`).
+        LdSM hyper-parameters; ``max_nodes=None`` means
+        :data:`PRESET_MAX_NODES`.
     test_fraction, seed, progress
         As in :func:`label_curve`.
 
@@ -239,6 +245,8 @@ def preset_runs(preset: str, scales, params: dict, *, test_fraction: float = 0.2
     """
     if preset not in SYNTHETIC_PRESETS:
         raise ValueError(f"preset must be one of {sorted(SYNTHETIC_PRESETS)}, got {preset!r}")
+    if params["max_nodes"] is None:
+        params = dict(params, max_nodes=PRESET_MAX_NODES)
     results = []
     with tqdm(total=2 * len(scales), desc=preset, unit="step", disable=not progress) as bar:
         for scale in scales:
