@@ -78,6 +78,25 @@ def test_invalid_parameters_are_reported_at_fit(name, value):
         model.fit(np.ones((3, 2)), [[0], [1], [0]])
 
 
+@pytest.mark.parametrize("arity, lambda1, lambda2, warns", [
+    (2, 2.0, 0.0, False), (3, 2.0, 1.0, False), (3, 2.0, 0.0, True), (4, 2.0, 1.0, True),
+    (4, 2.0, 2.0, True), (4, 2.0, 2.5, False), (8, 1.0, 5.0, True), (8, 1.0, 6.0, False),
+])
+def test_fit_warns_when_lemma_2_does_not_hold(arity, lambda1, lambda2, warns):
+    # Lemma 2 of the paper: lambda2 / lambda1 > arity - 3.
+    import warnings
+
+    model = LdSM(n_trees=1, arity=arity, lambda1=lambda1, lambda2=lambda2, max_nodes=3,
+                 epochs=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(np.eye(4), [[0], [1], [0], [1]])
+    messages = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    assert bool(messages) == warns, messages
+    if warns:
+        assert "Lemma 2" in messages[0] and f"lambda2 > {lambda1 * (arity - 3)}" in messages[0]
+
+
 def test_get_set_params_and_repr():
     model = LdSM(n_trees=5, routing="sigmoid")
     params = model.get_params()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import warnings
 
 import joblib
 import numpy as np
@@ -59,6 +60,9 @@ class LdSM(Estimator):
         Weight of the purity term of the node objective, >= 0.
     lambda2 : float, default=1.0
         Weight of the term keeping the children's shares summing to 1, >= 0.
+        For arity M >= 3 the paper's Lemma 2 needs ``lambda2 / lambda1 >
+        M - 3`` for the objective to be lowest at a balanced, pure split;
+        :meth:`fit` warns when the values (the defaults from M = 4 on) break it.
     optimizer : {"nag", "sgd"}, default="nag"
         Regressor update: normalized adaptive gradient (Ross et al., 2013)
         or plain stochastic gradient descent.
@@ -252,6 +256,7 @@ class LdSM(Estimator):
             On malformed inputs, or when no sample has a label.
         """
         params = self._validate_params()
+        _warn_unless_lemma_2_holds(params["arity"], params["lambda1"], params["lambda2"])
         X = check_features(X)
         Y = check_labels(Y, n_samples=X.shape[0])
         if X.shape[1] == 0:
@@ -677,6 +682,21 @@ def _consecutive_shards(models: list[LdSM]) -> bool:
 # ----------------------------------------------------------------------
 # Helpers
 # ----------------------------------------------------------------------
+
+def _warn_unless_lemma_2_holds(arity: int, lambda1: float, lambda2: float) -> None:
+    """Warn when ``lambda2 / lambda1 > arity - 3`` (Lemma 2 of the paper) fails.
+
+    Without it, a split that is not balanced and pure can have the lowest
+    objective, so the nodes may learn lopsided or mixed splits; binary trees
+    always satisfy it, ternary ones unless ``lambda2`` is 0.
+    """
+    if arity - 3 >= 0 and lambda2 <= lambda1 * (arity - 3):
+        warnings.warn(
+            f"LdSM(arity={arity}, lambda1={lambda1}, lambda2={lambda2}): the objective is "
+            f"lowest at a balanced, pure split only if lambda2 / lambda1 > arity - 3 "
+            f"(Majzoubi & Choromanska 2020, Lemma 2); use lambda2 > {lambda1 * (arity - 3)}",
+            UserWarning, stacklevel=3)
+
 
 def _drop_unlabelled(X: sp.csr_matrix, Y: sp.csr_matrix):
     """Remove samples without labels; refuse data where none remain."""
