@@ -82,6 +82,7 @@ def run_learned_tree(kind, arity, args, train_x, train_sets, names, test_x, test
     model = LearnedTree(arity=arity, dim=args.dim, epochs=args.epochs,
                         learning_rate=args.lr, optimizer=args.optimizer, tree=kind,
                         n_tree_updates=args.tree_updates,
+                        max_depth=args.max_depth if kind in ("learned", "random") else None,
                         ngrams=args.ngrams, buckets=args.buckets, n_jobs=args.n_jobs,
                         random_state=args.seed)
     start = time.perf_counter()
@@ -224,6 +225,9 @@ def main():
     parser.add_argument("--ngrams", type=int, default=1)
     parser.add_argument("--buckets", type=int, default=100_000)
     parser.add_argument("--tree-updates", type=int, default=50)
+    parser.add_argument("--max-depth", type=int, default=None,
+                        help="classification: depth-constrained learned and random trees "
+                             "(Algorithm 3); PTB always uses ceil(log_M K)")
     parser.add_argument("--context", type=int, default=4)
     parser.add_argument("--max-train", type=int, default=0,
                         help="PTB: keep only this many training tokens (0 = all)")
