@@ -71,6 +71,15 @@ class LearnedTree(Estimator):
         SGD is better (``benchmarks/README.md``). The running sums live
         only during ``fit``; they are not saved with the model.
     tree : {"learned", "huffman", "random", "flat"}, default="learned"
+        The label tree. ``"learned"`` starts from Huffman's tree and
+        re-assigns labels from the training statistics. ``"huffman"`` is
+        the fixed M-ary Huffman tree of the label frequencies. It keeps the
+        most frequent labels near the root. When a few labels dominate and
+        many inputs carry little evidence, that is as good as learning.
+        On the Reuters-21578 test split it is 0.2 points of P@1 ahead,
+        from its short stories; on CLINC150 it is 1-2 points behind. Compare
+        the two on held-out rows. ``"random"`` is a random balanced tree,
+        and ``"flat"`` is one softmax over all labels.
     n_tree_updates : int, default=50
         Number of AssignLabels passes (``tree="learned"`` only), spread
         evenly over the first half of training.
