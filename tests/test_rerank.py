@@ -188,7 +188,7 @@ def test_ridge_refuses_systems_over_the_memory_limit(rng, monkeypatch):
     from xmltree import _tail_scorers as tail_module
 
     X, Y = random_problem(rng)
-    monkeypatch.setattr(tail_module, "MAX_RIDGE_BYTES", 8 * 13 * 13)
+    monkeypatch.setattr(tail_module, "MAX_DENSE_BYTES", 8 * 13 * 13)
     with pytest.raises(ValueError, match="tail_scorer='centroid'"):
         Reranker(tail_scorer="ridge").fit(X, Y)
     with pytest.raises(NotFittedError):

@@ -38,15 +38,15 @@ logger = logging.getLogger(__name__)
 #: Feature weightings accepted by :class:`TailScorer` and :class:`Reranker`.
 FEATURE_WEIGHTINGS = ("idf", "none")
 
-#: Largest dense system :class:`RidgeTailScorer` solves, in bytes (float64).
-MAX_RIDGE_BYTES = 2**31
+#: Largest dense arrays :class:`RidgeTailScorer` may need to fit, in bytes.
+MAX_DENSE_BYTES = 2**31
 
 #: Floor of a ridge score before its log is blended, as least-squares outputs
 #: may be 0 or negative. Uncritical: on Delicious's held-out rows, floors from
 #: 1e-5 to 1e-2 gave the same best settings and scores.
 RIDGE_FLOOR = 1e-4
 
-#: Scores computed at once by :meth:`RidgeTailScorer._log_score` (rows x labels).
+#: Scores computed at once (rows x labels) by the linear scorers' ``_log_score``.
 _SCORE_BLOCK = 2**22
 
 #: Prefix of the array names in :meth:`Reranker._get_state`, so that an
@@ -73,9 +73,9 @@ def _check_gamma(gamma) -> float:
     return _check_real(gamma, "gamma", 0.0, math.inf, low_open=True)
 
 
-def _check_penalty(value) -> float:
-    """Return the ridge penalty as a finite float > 0."""
-    return _check_real(value, "ridge_penalty", 0.0, math.inf, low_open=True)
+def _check_penalty(value, name: str = "penalty") -> float:
+    """Return a linear tail scorer's penalty as a finite float > 0."""
+    return _check_real(value, name, 0.0, math.inf, low_open=True)
 
 
 def _check_tail_settings(feature_weighting, unit_centroids) -> tuple[str, bool]:
@@ -300,7 +300,95 @@ class TailScorer(_Scorer):
         )
 
 
-class RidgeTailScorer(_Scorer):
+class _LinearTailScorer(_Scorer):
+    """What the dense one-vs-rest linear scorers share; subclasses fit and link.
+
+    A subclass fits ``W`` (``(n_features + 1) x n_labels``, biases last) in
+    :meth:`_solve`, maps a linear score ``z = [x_hat 1] . W_l`` to its log
+    score in :meth:`_log_link`, says how many bytes of dense arrays its fit
+    needs in :meth:`_dense_bytes`, and names its kind (``_KIND``, as
+    ``tail_scorer``) and its stored weights (``_COEF_NAME``).
+    """
+
+    _KIND = ""
+    _COEF_NAME = ""
+
+    def __init__(self, penalty: float = 1.0, feature_weighting: str = "idf"):
+        self.penalty = _check_penalty(penalty)
+        self.feature_weighting, _ = _check_tail_settings(feature_weighting, True)
+
+    def fit(self, X, Y, n_labels: int | None = None):
+        """Fit the weights of every label.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Training features.
+        Y : indicator matrix of shape (n_samples, n_labels) or list of label lists
+            Training labels.
+        n_labels : int, optional
+            Size of the label space, if larger than ``Y`` shows; extra labels
+            are treated as labels never seen in training.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            If the dense arrays of the fit would exceed ``MAX_DENSE_BYTES``.
+        """
+        X = check_features(X)
+        Y = check_labels(Y, n_samples=X.shape[0], n_labels=n_labels)
+        n_features, n_labels = X.shape[1], Y.shape[1]
+        needed = self._dense_bytes(n_features + 1, n_labels)
+        if needed > MAX_DENSE_BYTES:
+            raise ValueError(
+                f"tail_scorer={self._KIND!r} needs {needed / 2**30:.1f} GiB of dense matrices "
+                f"for {n_features} features and {n_labels} labels (limit "
+                f"{MAX_DENSE_BYTES / 2**30:.0f} GiB); use tail_scorer='centroid'"
+            )
+        weights = _feature_weights(X, self.feature_weighting)
+        A = sp.hstack([_unit_rows(X @ sp.diags(weights)), np.ones((X.shape[0], 1))], "csr")
+        self._set_coef(self._solve(A, sp.csr_matrix(Y)).astype(np.float32), weights)
+        return self
+
+    def _set_coef(self, coef: np.ndarray, feature_weights: np.ndarray) -> None:
+        self.coef_ = np.ascontiguousarray(coef)
+        self.feature_weights_ = np.ascontiguousarray(feature_weights, dtype=np.float32)
+        self.n_features_, self.n_labels_ = coef.shape[0] - 1, coef.shape[1]
+
+    def _log_score(self, X, labels: np.ndarray) -> np.ndarray:
+        """The log score of validated int32 candidate ids; -inf in empty slots."""
+        X = check_features(X, n_features=self.n_features_)
+        if X.shape[0] != labels.shape[0]:
+            raise DataFormatError(f"labels: has {labels.shape[0]} rows but X has {X.shape[0]}")
+        A = _unit_rows(X @ sp.diags(self.feature_weights_))
+        log_scores = np.full(labels.shape, -np.inf)
+        # All labels' scores for a block of rows at a time: dense, but bounded.
+        block = max(1, _SCORE_BLOCK // self.n_labels_)
+        for start in range(0, X.shape[0], block):
+            rows = slice(start, start + block)
+            scores = A[rows] @ self.coef_[:-1] + self.coef_[-1]
+            picked = np.take_along_axis(scores, np.maximum(labels[rows], 0), axis=1)
+            linked = self._log_link(picked.astype(np.float64))
+            log_scores[rows] = np.where(labels[rows] >= 0, linked, -np.inf)
+        return log_scores
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays that define the fitted scorer, by state name."""
+        return {self._COEF_NAME: self.coef_, "feature_weights": self.feature_weights_}
+
+    def _load_arrays(self, arrays: dict, n_features: int, n_labels: int) -> None:
+        """Install :meth:`_state_arrays` output read from a file, checking it."""
+        coef = _state_array(arrays, self._COEF_NAME, np.float32, (n_features + 1, n_labels))
+        if not np.all(np.isfinite(coef)):
+            raise ModelFormatError(f"re-ranker {self._KIND} weights: non-finite values")
+        self._set_coef(coef, _state_feature_weights(arrays, n_features))
+
+
+class RidgeTailScorer(_LinearTailScorer):
     """One-vs-rest ridge regression: a linear least-squares classifier per label.
 
     The centroid scorer compares a point with the mean of each label's
@@ -316,7 +404,7 @@ class RidgeTailScorer(_Scorer):
     enters the blend (below it a candidate is ranked by its base score and
     propensity alone). ``W`` is dense, so this scorer is for up to a few
     thousand features (Bibtex, Delicious); :meth:`fit` refuses systems
-    larger than ``MAX_RIDGE_BYTES``.
+    larger than ``MAX_DENSE_BYTES``.
 
     Parameters
     ----------
@@ -333,84 +421,24 @@ class RidgeTailScorer(_Scorer):
     n_features_, n_labels_ : int
     """
 
-    def __init__(self, penalty: float = 1.0, feature_weighting: str = "idf"):
-        self.penalty = _check_penalty(penalty)
-        self.feature_weighting, _ = _check_tail_settings(feature_weighting, True)
+    _KIND = "ridge"
+    _COEF_NAME = "ridge_coef"
 
-    def fit(self, X, Y, n_labels: int | None = None) -> RidgeTailScorer:
-        """Solve the ridge system for every label.
+    @staticmethod
+    def _dense_bytes(n_columns: int, n_labels: int) -> int:
+        """The Gram matrix and right-hand sides, in float64."""
+        return 8 * n_columns * (n_columns + n_labels)
 
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-            Training features.
-        Y : indicator matrix of shape (n_samples, n_labels) or list of label lists
-            Training labels.
-        n_labels : int, optional
-            Size of the label space, if larger than ``Y`` shows; extra labels
-            get zero weights.
-
-        Returns
-        -------
-        RidgeTailScorer
-            ``self``.
-
-        Raises
-        ------
-        ValueError
-            If the dense system would exceed ``MAX_RIDGE_BYTES``.
-        """
-        X = check_features(X)
-        Y = check_labels(Y, n_samples=X.shape[0], n_labels=n_labels)
-        n_features, n_labels = X.shape[1], Y.shape[1]
-        needed = 8 * (n_features + 1) * (n_features + 1 + n_labels)
-        if needed > MAX_RIDGE_BYTES:
-            raise ValueError(
-                f"tail_scorer='ridge' needs {needed / 2**30:.1f} GiB of dense matrices for "
-                f"{n_features} features and {n_labels} labels (limit "
-                f"{MAX_RIDGE_BYTES / 2**30:.0f} GiB); use tail_scorer='centroid'"
-            )
-        weights = _feature_weights(X, self.feature_weighting)
-        A = sp.hstack([_unit_rows(X @ sp.diags(weights)), np.ones((X.shape[0], 1))], "csr")
+    def _solve(self, A: sp.csr_matrix, Y: sp.csr_matrix) -> np.ndarray:
         gram = (A.T @ A).toarray().astype(np.float64)
         gram[np.diag_indices_from(gram)] += self.penalty
         targets = (A.T @ Y).toarray().astype(np.float64)
-        coef = scipy.linalg.solve(gram, targets, assume_a="pos")
-        self._set_coef(coef.astype(np.float32), weights)
-        return self
+        return scipy.linalg.solve(gram, targets, assume_a="pos")
 
-    def _set_coef(self, coef: np.ndarray, feature_weights: np.ndarray) -> None:
-        self.coef_ = np.ascontiguousarray(coef)
-        self.feature_weights_ = np.ascontiguousarray(feature_weights, dtype=np.float32)
-        self.n_features_, self.n_labels_ = coef.shape[0] - 1, coef.shape[1]
-
-    def _log_score(self, X, labels: np.ndarray) -> np.ndarray:
-        """``log max(r_l(x), RIDGE_FLOOR)`` for validated int32 ids; -inf in empty slots."""
-        X = check_features(X, n_features=self.n_features_)
-        if X.shape[0] != labels.shape[0]:
-            raise DataFormatError(f"labels: has {labels.shape[0]} rows but X has {X.shape[0]}")
-        A = _unit_rows(X @ sp.diags(self.feature_weights_))
-        log_scores = np.full(labels.shape, -np.inf)
-        # All labels' scores for a block of rows at a time: dense, but bounded.
-        block = max(1, _SCORE_BLOCK // self.n_labels_)
-        for start in range(0, X.shape[0], block):
-            rows = slice(start, start + block)
-            scores = A[rows] @ self.coef_[:-1] + self.coef_[-1]
-            picked = np.take_along_axis(scores, np.maximum(labels[rows], 0), axis=1)
-            floored = np.log(np.maximum(picked.astype(np.float64), RIDGE_FLOOR))
-            log_scores[rows] = np.where(labels[rows] >= 0, floored, -np.inf)
-        return log_scores
-
-    def _state_arrays(self) -> dict[str, np.ndarray]:
-        """The arrays that define the fitted scorer, by state name."""
-        return {"ridge_coef": self.coef_, "feature_weights": self.feature_weights_}
-
-    def _load_arrays(self, arrays: dict, n_features: int, n_labels: int) -> None:
-        """Install :meth:`_state_arrays` output read from a file, checking it."""
-        coef = _state_array(arrays, "ridge_coef", np.float32, (n_features + 1, n_labels))
-        if not np.all(np.isfinite(coef)):
-            raise ModelFormatError("re-ranker ridge weights: non-finite values")
-        self._set_coef(coef, _state_feature_weights(arrays, n_features))
+    @staticmethod
+    def _log_link(scores: np.ndarray) -> np.ndarray:
+        """``log max(r_l(x), RIDGE_FLOOR)``: least-squares outputs may be <= 0."""
+        return np.log(np.maximum(scores, RIDGE_FLOOR))
 
 
 # ----------------------------------------------------------------------------- stored state

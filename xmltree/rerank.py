@@ -373,7 +373,7 @@ class Reranker(Estimator):
             feature_weighting, unit_centroids
         )
         self.tail_scorer = _check_tail_scorer(tail_scorer)
-        self.ridge_penalty = _check_penalty(ridge_penalty)
+        self.ridge_penalty = _check_penalty(ridge_penalty, "ridge_penalty")
         self.propensity_exponent = _check_exponent(propensity_exponent)
         self.propensity_a = _check_real(propensity_a, "propensity_a", -math.inf, math.inf)
         self.propensity_b = _check_real(propensity_b, "propensity_b", 0.0, math.inf, low_open=True)
