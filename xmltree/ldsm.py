@@ -134,7 +134,9 @@ class LdSM(Estimator):
         ``True`` with its default settings, or a dict of its parameters, e.g.
         ``{"tail_scorer": "ridge", "ridge_penalty": 3.0, "alpha": 0.3,
         "propensity_exponent": 2.0}`` (the setting tuned for Bibtex in
-        ``benchmarks/README.md``). The dict is checked when fitting starts.
+        ``benchmarks/README.md``; for Delicious, ``{"tail_scorer": "logistic",
+        "logistic_penalty": 0.03, "alpha": 0.6, "propensity_exponent": 1.5}``).
+        The dict is checked when fitting starts.
         The fitted re-ranker is ``reranker_``; its blend settings can still
         be changed there with ``set_params``.
     n_jobs : int or None, default=-1
