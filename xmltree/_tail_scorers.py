@@ -365,6 +365,20 @@ class _LinearTailScorer(_Scorer):
         self._set_coef(self._solve(A, sp.csr_matrix(Y)).astype(np.float32), weights)
         return self
 
+    @staticmethod
+    def _dense_bytes(n_columns: int, n_labels: int) -> int:
+        """Bytes of dense arrays the fit needs, for ``n_columns = n_features + 1``."""
+        raise NotImplementedError
+
+    def _solve(self, A: sp.csr_matrix, Y: sp.csr_matrix) -> np.ndarray:
+        """``W`` (``A.shape[1] x n_labels``) for the ``[x_hat 1]`` training rows `A`."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _log_link(scores: np.ndarray) -> np.ndarray:
+        """The log score of float64 linear scores ``z``."""
+        raise NotImplementedError
+
     def _set_coef(self, coef: np.ndarray, feature_weights: np.ndarray) -> None:
         self.coef_ = np.ascontiguousarray(coef)
         self.feature_weights_ = np.ascontiguousarray(feature_weights, dtype=np.float32)
