@@ -509,7 +509,7 @@ class LogisticTailScorer(_LinearTailScorer):
         L2 penalty on the weights (not the biases).
     feature_weighting : {"idf", "none"}, default="idf"
         As for :class:`TailScorer`.
-    tol : float in (0, 1), default=1e-3
+    tol : float in (0, 1], default=1e-3
         Stop when the largest gradient component (in the preconditioned
         coordinates) falls below `tol` times its value at the start.
     max_iter : int >= 1, default=300
