@@ -7,13 +7,15 @@ model), the base model predicts its top ``--n-candidates`` labels and
 * P@1/3/5, PSP@1/3/5 and PSnDCG@1/3/5 without re-ranking, with PfastreXML's
   settings (geometric, alpha 0.8, gamma 30, plain centroids of the raw
   features, no propensity weight), with the library defaults
-  (``Reranker()``), and, for each tail scorer (nearest centroid, ridge), with
-  the best geometric and the best linear settings of a grid over the blend
-  weight, the scorer's own setting (gamma, ridge penalty) and the propensity
-  exponent;
+  (``Reranker()``), and, for each tail scorer (nearest centroid, ridge,
+  logistic), with the best geometric and the best linear settings of a grid
+  over the blend weight, the scorer's own setting (gamma, ridge or logistic
+  penalty) and the propensity exponent;
 * prediction time per example: base model at k=5, base model at
   k=n_candidates, and re-ranking itself; "added" is
-  ``(t(k=n_candidates) + t(rerank) - t(k=5)) / t(k=5)``.
+  ``(t(k=n_candidates) + t(rerank) - t(k=5)) / t(k=5)``;
+* the time to fit each reported re-ranker on the training split (``fit_s``,
+  best of ``--repeat`` like the prediction times).
 
 The grid is tuned without touching the test split: the base model and the
 re-ranker are trained on 80% of the training rows, every setting is scored
@@ -145,7 +147,8 @@ def describe(setting: dict) -> str:
     defaults = Reranker().get_params()
     shown = {name: value for name, value in setting.items() if value != defaults[name]}
     names = {"propensity_exponent": "lambda", "feature_weighting": "fw", "unit_centroids": "unit",
-             "tail_scorer": "scorer", "ridge_penalty": "penalty"}
+             "tail_scorer": "scorer", "ridge_penalty": "penalty",
+             "logistic_penalty": "penalty"}
     text = ", ".join(
         f"{names.get(name, name)}={value:g}" if isinstance(value, float)
         else f"{names.get(name, name)}={value}"
@@ -166,6 +169,10 @@ def scorer_grid(args) -> list[dict]:
         grid += [{"tail_scorer": "centroid", "gamma": gamma} for gamma in args.gammas]
     if "ridge" in args.tail_scorers:
         grid += [{"tail_scorer": "ridge", "ridge_penalty": p} for p in args.ridge_penalties]
+    if "logistic" in args.tail_scorers:
+        grid += [
+            {"tail_scorer": "logistic", "logistic_penalty": p} for p in args.logistic_penalties
+        ]
     return grid
 
 
@@ -219,7 +226,10 @@ def evaluate_model(data, model_name, args) -> list[dict]:
         times = {"base_k5_ms": 1e3 * t_k5 / n, "base_kc_ms": 1e3 * t_kc / n}
     rows = [{"setting": "none", **scores_of(Y_test, labels, inv_propensity), **times}]
     for name, setting in settings.items():
-        reranker = Reranker(**setting, n_candidates=args.n_candidates).fit(X_train, Y_train)
+        reranker, t_fit = best_time(
+            lambda s=setting: Reranker(**s, n_candidates=args.n_candidates).fit(X_train, Y_train),
+            args.repeat,
+        )
         (ranked, _), t_rerank = best_time(
             lambda r=reranker: r.rerank_predictions(X_test, labels, scores, k=5), args.repeat
         )
@@ -233,6 +243,7 @@ def evaluate_model(data, model_name, args) -> list[dict]:
                 **times,
                 "rerank_ms": rerank_ms,
                 "added_percent": 100.0 * added,
+                "fit_s": t_fit,
             }
         )
     for row in rows:
@@ -246,12 +257,13 @@ def load_candidates(directory: Path, dataset: str):
 
 
 def print_table(dataset: str, rows: list[dict]) -> None:
-    columns = METRIC_KEYS + ["base_k5_ms", "base_kc_ms", "rerank_ms", "added_percent"]
+    columns = METRIC_KEYS + ["base_k5_ms", "base_kc_ms", "rerank_ms", "added_percent", "fit_s"]
     short = {
         "base_k5_ms": "t@5 ms",
         "base_kc_ms": "t@c ms",
         "rerank_ms": "rr ms",
         "added_percent": "added%",
+        "fit_s": "fit s",
     }
     print(f"\n{dataset}")
     print(f"{'model':<14}{'setting':<60}" + "".join(f"{short.get(c, c):>9}" for c in columns))
@@ -261,7 +273,7 @@ def print_table(dataset: str, rows: list[dict]) -> None:
             setting = f"{setting} ({describe(row['params'])})"
         cells = "".join(
             f"{row.get(c, float('nan')):>9.3f}"
-            if c.endswith("ms")
+            if c.endswith(("ms", "_s"))
             else f"{row.get(c, float('nan')):>9.2f}"
             for c in columns
         )
@@ -285,8 +297,11 @@ def main(argv=None) -> None:
         "--gammas", type=float, nargs="+", default=[1.0, 2.0, 5.0, 10.0, 30.0, 50.0]
     )
     parser.add_argument("--tail-scorers", nargs="+", default=["centroid", "ridge"],
-                        choices=["centroid", "ridge"])
+                        choices=["centroid", "ridge", "logistic"])
     parser.add_argument("--ridge-penalties", type=float, nargs="+", default=[0.3, 1.0, 3.0])
+    parser.add_argument(
+        "--logistic-penalties", type=float, nargs="+", default=[0.1, 0.3, 1.0, 3.0]
+    )
     parser.add_argument(
         "--propensity-exponents", type=float, nargs="+",
         default=[0.0, 0.25, 0.5, 1.0, 1.5, 2.0],

@@ -120,6 +120,21 @@ def test_rerank_params_are_parsed_typed_and_saved(tmp_path, split_files):
                  str(output), "--rerank"]) == 0
 
 
+def test_logistic_tail_scorer_from_the_command_line(tmp_path, split_files):
+    import xmltree
+
+    train, test = split_files
+    model_path, output = tmp_path / "model.npz", tmp_path / "pred.txt"
+    assert main(["-q", "train", str(train), "--model", str(model_path), *SMALL_MODEL,
+                 "--rerank-param", "tail_scorer=logistic", "--rerank-param",
+                 "logistic_penalty=0.5"]) == 0
+    model = xmltree.load(model_path)
+    assert (model.reranker_.tail_scorer, model.reranker_.logistic_penalty) == ("logistic", 0.5)
+    assert main(["-q", "predict", str(test), "--model", str(model_path), "--output",
+                 str(output), "--rerank"]) == 0
+    assert len(output.read_text().splitlines()) == 101
+
+
 @pytest.mark.parametrize("param,message", [
     ("alhpa=0.3", "unknown re-ranker setting 'alhpa'"),
     ("alpha", "expected NAME=VALUE"),
@@ -128,6 +143,9 @@ def test_rerank_params_are_parsed_typed_and_saved(tmp_path, split_files):
     ("unit_centroids=yes", "unit_centroids: expected true or false"),
     ("alpha=2", "rerank: alpha must be in"),
     ("method=harmonic", "rerank: method must be one of"),
+    ("tail_scorer=logit", "rerank: tail_scorer must be one of"),
+    ("logistic_penalty=0", "rerank: logistic_penalty must be in"),
+    ("logistic_penalty=strong", "logistic_penalty: expected a value of type float"),
 ])
 def test_bad_rerank_params_are_refused_before_training(tmp_path, split_files, capsys, param,
                                                         message):

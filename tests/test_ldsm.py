@@ -303,6 +303,31 @@ def test_version_1_files_load_or_are_refused_saying_what_to_do(rng, tmp_path):
             load(path)
 
 
+def test_linear_tail_scorers_round_trip_and_older_files_lack_logistic_penalty(rng, tmp_path):
+    from test_rerank import before_logistic
+
+    model, _ = model_from_random_trees(rng)
+    X = random_features(rng, 50, N_FEATURES)
+    Y = sp.csr_matrix(rng.random((50, N_LABELS)) < 0.2, dtype=np.float32)
+    path = tmp_path / "model.npz"
+    for tail_scorer in ("logistic", "ridge"):
+        model.reranker_ = Reranker(tail_scorer=tail_scorer, logistic_penalty=0.3,
+                                   propensity_exponent=1.5).fit(X, Y, n_labels=N_LABELS)
+        model.save(path)
+        loaded = xmltree.load(path)
+        assert loaded.reranker_.get_params() == model.reranker_.get_params()
+        for a, b in zip(model.predict(X, k=4, rerank=True), loaded.predict(X, k=4, rerank=True)):
+            np.testing.assert_array_equal(a, b)
+    # A format-2 file written before the logistic scorer existed (ridge, here).
+    params, arrays = model._get_state()
+    params["reranker"] = before_logistic(params["reranker"])
+    save_model(path, "ldsm", params, arrays)
+    loaded = LdSM.load(path)
+    assert loaded.reranker_.logistic_penalty == Reranker().logistic_penalty
+    for a, b in zip(model.predict(X, k=4, rerank=True), loaded.predict(X, k=4, rerank=True)):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_damaged_model_files_are_refused(rng, tmp_path):
     model, _ = model_from_random_trees(rng)
     path = tmp_path / "model.npz"

@@ -16,6 +16,7 @@ from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
 from xmltree.metrics import inverse_propensity
 from xmltree.rerank import (
     STATE_PREFIX,
+    LogisticTailScorer,
     Reranker,
     RidgeTailScorer,
     TailScorer,
@@ -188,11 +189,130 @@ def test_ridge_refuses_systems_over_the_memory_limit(rng, monkeypatch):
     from xmltree import _tail_scorers as tail_module
 
     X, Y = random_problem(rng)
-    monkeypatch.setattr(tail_module, "MAX_RIDGE_BYTES", 8 * 13 * 13)
+    monkeypatch.setattr(tail_module, "MAX_DENSE_BYTES", 8 * 13 * 13)
     with pytest.raises(ValueError, match="tail_scorer='centroid'"):
         Reranker(tail_scorer="ridge").fit(X, Y)
     with pytest.raises(NotFittedError):
         RidgeTailScorer().score(X, [[0]] * X.shape[0])
+
+
+def logistic_design(X, X_new, feature_weighting="idf"):
+    """[x_hat 1] rows of X_new, weighted with the IDF of X (float64)."""
+    weighted = np.asarray(X_new, dtype=np.float64) * reference_weights(X, feature_weighting)
+    return np.hstack([unit_rows(weighted), np.ones((weighted.shape[0], 1))])
+
+
+def logistic_gradient(A, Y, W, penalty):
+    """Gradient of sum logloss + penalty / 2 ||W without the bias row||^2 (float64)."""
+    gradient = A.T @ (1.0 / (1.0 + np.exp(-(A @ W))) - Y)
+    gradient[:-1] += penalty * W[:-1]
+    return gradient
+
+
+def reference_logistic_coef(X, Y, penalty, feature_weighting="idf"):
+    """Per label, Newton's method in float64 on the penalised log loss.
+
+    Labels in no row (or every row) have no finite optimum: zero weights and
+    the logit of the smoothed frequency (count + 0.5) / (n + 1), as documented.
+    """
+    A = logistic_design(X, X, feature_weighting)
+    Y = np.asarray(Y, dtype=np.float64)
+    n, d = A.shape
+    penalties = np.full(d, penalty)
+    penalties[-1] = 0.0  # the bias is not penalised
+    W = np.zeros((d, Y.shape[1]))
+    for label in range(Y.shape[1]):
+        count = Y[:, label].sum()
+        frequency = (count + 0.5) / (n + 1)
+        W[-1, label] = math.log(frequency / (1 - frequency))
+        if count in (0, n):
+            continue
+        w = W[:, label].copy()
+        for _ in range(50):
+            p = 1.0 / (1.0 + np.exp(-(A @ w)))
+            gradient = A.T @ (p - Y[:, label]) + penalties * w
+            hessian = (A * (p * (1 - p))[:, None]).T @ A + np.diag(penalties)
+            step = np.linalg.solve(hessian, gradient)
+            w -= step
+            if np.abs(step).max() < 1e-12:
+                break
+        W[:, label] = w
+    return W
+
+
+def test_logistic_coef_match_newton_reference_and_zero_the_gradient(rng):
+    X, Y = random_problem(rng)  # a featureless row, a label never seen
+    Y[:, 1] = 1.0  # a label in every row
+    penalty = 0.5
+    W = reference_logistic_coef(X, Y, penalty)
+    A = logistic_design(X, X)
+    fitted = [label for label in range(Y.shape[1]) if 0 < Y[:, label].sum() < X.shape[0]]
+    start = np.zeros_like(W)
+    start[-1] = W[-1]
+    # Scale of the gradient: its size where the fit starts (zero weights).
+    scale = np.abs(logistic_gradient(A, Y, start, penalty)[:, fitted]).max()
+    # The default tolerance, and one at the float32 products' resolution.
+    for tol, rtol in [(1e-3, 2e-3), (1e-7, 5e-5)]:
+        scorer = LogisticTailScorer(penalty, tol=tol).fit(sp.csr_matrix(X), Y)
+        assert scorer.coef_.dtype == np.float32 and scorer.coef_.shape == W.shape
+        coef = scorer.coef_.astype(np.float64)
+        gradient = logistic_gradient(A, Y, coef, penalty)[:, fitted]
+        assert np.abs(gradient).max() <= max(10 * tol, 1e-5) * scale
+        np.testing.assert_allclose(coef, W, rtol=rtol, atol=rtol * np.abs(W).max())
+    # Degenerate labels: exactly the documented weights.
+    for label in (1, Y.shape[1] - 1):
+        np.testing.assert_array_equal(scorer.coef_[:-1, label], 0.0)
+        np.testing.assert_allclose(scorer.coef_[-1, label], W[-1, label], rtol=1e-6)
+    # Deterministic: the same fit twice gives the same bits.
+    again = LogisticTailScorer(penalty, tol=1e-7).fit(sp.csr_matrix(X), Y)
+    np.testing.assert_array_equal(again.coef_, scorer.coef_)
+
+
+@pytest.mark.parametrize("feature_weighting", ["idf", "none"])
+def test_logistic_scores_are_log_sigmoids_and_finite(rng, feature_weighting, monkeypatch):
+    from xmltree import _tail_scorers as tail_module
+
+    X, Y = random_problem(rng)
+    X_new = rng.random((15, X.shape[1])) * (rng.random((15, X.shape[1])) < 0.4)
+    X_new[0] = 0.0  # no features: the score is the bias's
+    unseen = Y.shape[1] - 1
+    labels = random_candidates(rng, X_new.shape[0], Y.shape[1], 6)
+    labels[:, 0] = unseen
+    # Blocks of 2 rows, in the objective and when scoring.
+    monkeypatch.setattr(tail_module, "_SCORE_BLOCK", 2 * Y.shape[1])
+    scorer = LogisticTailScorer(1e-3, feature_weighting, tol=1e-6).fit(X, Y)
+    W = reference_logistic_coef(X, Y, 1e-3, feature_weighting)
+    np.testing.assert_allclose(scorer.coef_, W, rtol=1e-3, atol=1e-3 * np.abs(W).max())
+    z = logistic_design(X, X_new, feature_weighting) @ scorer.coef_.astype(np.float64)
+    got = scorer._log_score(sp.csr_matrix(X_new), labels)
+    real = labels >= 0
+    assert np.all(np.isfinite(got[real])) and np.all(got[~real] == -np.inf)
+    expected = -np.logaddexp(0.0, -np.take_along_axis(z, np.maximum(labels, 0), axis=1))
+    np.testing.assert_allclose(got[real], expected[real], rtol=1e-5)
+    assert np.all(got[real] < 0.0)
+    np.testing.assert_allclose(scorer.score(X_new, labels), np.exp(np.where(real, got, -np.inf)))
+    # The unseen label: the smoothed-frequency prior, the same for every row.
+    prior = math.log(0.5 / (X.shape[0] + 1))
+    np.testing.assert_allclose(got[:, 0], prior, rtol=1e-5)
+    # Scores far from the training data stay finite (no log(0)).
+    far = scorer._log_score(sp.csr_matrix(1e6 * X_new), labels)
+    assert np.all(np.isfinite(far[real]))
+
+
+def test_logistic_refuses_problems_over_the_memory_limit_and_bad_settings(rng, monkeypatch):
+    from xmltree import _tail_scorers as tail_module
+
+    X, Y = random_problem(rng)
+    monkeypatch.setattr(tail_module, "MAX_DENSE_BYTES", 8 * 13 * 13)
+    with pytest.raises(ValueError, match="tail_scorer='logistic' needs .*'centroid'"):
+        Reranker(tail_scorer="logistic").fit(X, Y)
+    with pytest.raises(NotFittedError):
+        LogisticTailScorer().score(X, [[0]] * X.shape[0])
+    for kwargs in ({"penalty": 0.0}, {"penalty": -1.0}, {"penalty": float("inf")},
+                   {"tol": 0.0}, {"tol": 2.0}, {"max_iter": 0}, {"max_iter": 2.0},
+                   {"max_iter": True}, {"feature_weighting": "bm25"}):
+        with pytest.raises(ValueError):
+            LogisticTailScorer(**kwargs)
 
 
 def check_dot_product_paths(rng, n_samples, n_features, n_labels, density):
@@ -339,6 +459,9 @@ def rare_label_problem():
         ({"method": "linear", "beta": 0.3, "gamma": 1.0, "propensity_exponent": 1.0}, True),
         ({"tail_scorer": "ridge", "alpha": 0.5}, True),
         ({"tail_scorer": "ridge", "method": "linear", "beta": 0.3}, True),
+        ({"tail_scorer": "logistic", "logistic_penalty": 0.1, "alpha": 0.5}, True),
+        ({"tail_scorer": "logistic", "logistic_penalty": 0.1, "method": "linear", "beta": 0.3},
+         True),
     ],
 )
 def test_rare_true_label_rises_and_frequent_wrong_label_falls(settings, reaches_top):
@@ -365,6 +488,7 @@ def test_reranked_scores_finite_for_featureless_points_and_unseen_labels(rng):
         {},
         {"method": "linear", "propensity_exponent": 2.0},
         {"tail_scorer": "ridge", "ridge_penalty": 1e-3},
+        {"tail_scorer": "logistic", "logistic_penalty": 1e-3, "propensity_exponent": 2.0},
     ):
         reranker = Reranker(**settings).fit(X, Y)
         ranked, blended = reranker.rerank_predictions(points, labels, scores, k=4)
@@ -374,7 +498,7 @@ def test_reranked_scores_finite_for_featureless_points_and_unseen_labels(rng):
 
 
 @pytest.mark.parametrize("n_features", [0, 4])
-@pytest.mark.parametrize("tail_scorer", ["centroid", "ridge"])
+@pytest.mark.parametrize("tail_scorer", ["centroid", "ridge", "logistic"])
 def test_training_rows_without_features_give_finite_scores(n_features, tail_scorer):
     X = sp.csr_matrix((5, n_features), dtype=np.float32)
     reranker = Reranker(tail_scorer=tail_scorer).fit(X, np.eye(5, 3))
@@ -437,12 +561,13 @@ def test_rerank_predictions_cuts_candidates_and_pads_k(rng):
     assert np.all(got_labels[:, 4:] == -1) and np.all(got_scores[:, 4:] == 0.0)
 
 
-@pytest.mark.parametrize("tail_scorer", ["centroid", "ridge"])
+@pytest.mark.parametrize("tail_scorer", ["centroid", "ridge", "logistic"])
 def test_state_round_trip(tmp_path, rng, tail_scorer):
     X, Y = random_problem(rng)
     reranker = Reranker(
         tail_scorer=tail_scorer,
         ridge_penalty=0.3,
+        logistic_penalty=0.2,
         method="linear",
         beta=0.4,
         gamma=5.0,
@@ -521,9 +646,19 @@ def test_from_state_rejects_corrupt_states(rng):
         corrupt(ridge_arrays, "ridge_coef", coef + np.float32(np.inf)),
         corrupt(ridge_arrays, "feature_weights", np.full(X.shape[1], np.nan, np.float32)),
     ]
-    for bad_params, bad in [(params, a) for a in bad_arrays] + [
-        (ridge_params, a) for a in bad_ridge
-    ]:
+    logistic_params, logistic_arrays = Reranker(tail_scorer="logistic").fit(X, Y)._get_state()
+    logistic_coef = logistic_arrays[STATE_PREFIX + "logistic_coef"]
+    bad_logistic = [
+        {k: v for k, v in logistic_arrays.items() if not k.endswith("logistic_coef")},
+        corrupt(logistic_arrays, "logistic_coef", logistic_coef[:, :-1]),
+        corrupt(logistic_arrays, "logistic_coef", logistic_coef - np.float32(np.inf)),
+        corrupt(logistic_arrays, "feature_weights", np.zeros(X.shape[1] + 1, np.float32)),
+    ]
+    for bad_params, bad in (
+        [(params, a) for a in bad_arrays]
+        + [(ridge_params, a) for a in bad_ridge]
+        + [(logistic_params, a) for a in bad_logistic]
+    ):
         with pytest.raises(ModelFormatError):
             Reranker._from_state(bad_params, bad)
     # A ridge state read as a centroid one (or the reverse) lacks its arrays.
@@ -531,6 +666,10 @@ def test_from_state_rejects_corrupt_states(rng):
         Reranker._from_state({**ridge_params, "tail_scorer": "centroid"}, ridge_arrays)
     with pytest.raises(ModelFormatError, match="missing"):
         Reranker._from_state({**params, "tail_scorer": "ridge"}, arrays)
+    with pytest.raises(ModelFormatError, match="missing"):
+        Reranker._from_state({**logistic_params, "tail_scorer": "ridge"}, logistic_arrays)
+    with pytest.raises(ModelFormatError, match="missing"):
+        Reranker._from_state({**ridge_params, "tail_scorer": "logistic"}, ridge_arrays)
     for name, value in [
         ("alpha", 2.0),
         ("method", "best"),
@@ -543,6 +682,8 @@ def test_from_state_rejects_corrupt_states(rng):
         ("propensity_b", 0.0),
         ("tail_scorer", "knn"),
         ("ridge_penalty", -1.0),
+        ("logistic_penalty", 0.0),
+        ("logistic_penalty", "1"),
     ]:
         with pytest.raises(ModelFormatError):
             Reranker._from_state({**params, name: value}, arrays)
@@ -575,6 +716,11 @@ def test_from_state_rejects_corrupt_states(rng):
         {"tail_scorer": "knn"},
         {"ridge_penalty": 0.0},
         {"ridge_penalty": float("nan")},
+        {"tail_scorer": "Logistic"},
+        {"logistic_penalty": 0.0},
+        {"logistic_penalty": -0.5},
+        {"logistic_penalty": float("nan")},
+        {"logistic_penalty": True},
     ],
 )
 def test_bad_parameters_raise_value_error(kwargs):
@@ -628,6 +774,10 @@ def test_bad_candidate_arrays_raise(rng):
             changed.rerank_predictions(X, good_labels, good_scores, k=2)
     with pytest.raises(ValueError, match="gamma"):
         Reranker().set_params(gamma=-1.0).fit(X, Y)
+    for name in ("ridge_penalty", "logistic_penalty"):
+        tail_scorer = name.split("_")[0]
+        with pytest.raises(ValueError, match=name):
+            Reranker(tail_scorer=tail_scorer).set_params(**{name: -1.0}).fit(X, Y)
 
 
 def test_partial_ranking_keeps_the_top(rng):
@@ -671,6 +821,10 @@ def test_make_reranker_from_an_estimator_setting():
     assert make_reranker(False) is None and make_reranker(np.bool_(False)) is None
     assert make_reranker(True).get_params() == Reranker().get_params()
     assert make_reranker({}).get_params() == Reranker().get_params()
+    logistic = make_reranker({"tail_scorer": "logistic", "logistic_penalty": 0.3})
+    assert (logistic.tail_scorer, logistic.logistic_penalty) == ("logistic", 0.3)
+    with pytest.raises(ValueError, match="rerank: logistic_penalty must be"):
+        make_reranker({"tail_scorer": "logistic", "logistic_penalty": 0})
     made = make_reranker({"gamma": 30, "propensity_exponent": 1})
     assert made.get_params() == Reranker(gamma=30.0, propensity_exponent=1.0).get_params()
     assert not hasattr(made, "scorer_")
@@ -705,7 +859,11 @@ def first_layout(params, arrays):
 
 def second_layout(params):
     """Re-ranker settings as version 1 stored them last: no tail scorer choice."""
-    return {k: v for k, v in params.items() if k not in ("tail_scorer", "ridge_penalty")}
+    return {
+        k: v
+        for k, v in params.items()
+        if k not in ("tail_scorer", "ridge_penalty", "logistic_penalty")
+    }
 
 
 def write_version_1(path, kind, params, arrays):
@@ -735,5 +893,36 @@ def test_version_1_files_load_unless_the_reranker_has_the_first_layout(tmp_path,
         Reranker.load(path)
     # The same state marked as the current version is simply corrupt.
     save_model(path, "reranker", *first_layout(params, arrays))
+    with pytest.raises(ModelFormatError, match="re-ranker settings are invalid"):
+        Reranker.load(path)
+
+
+def before_logistic(params):
+    """Re-ranker settings as files stored them before the logistic tail scorer."""
+    return {k: v for k, v in params.items() if k != "logistic_penalty"}
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_files_from_before_the_logistic_scorer_load(tmp_path, rng, version):
+    X, Y = random_problem(rng)
+    path = tmp_path / "reranker.npz"
+    for tail_scorer in ("centroid", "ridge")[:version]:  # version 1: centroid only
+        reranker = Reranker(tail_scorer=tail_scorer, propensity_exponent=1.0).fit(X, Y)
+        params, arrays = reranker._get_state()
+        params = before_logistic(params)
+        if version == 1:
+            write_version_1(path, "reranker", second_layout(params), arrays)
+        else:
+            save_model(path, "reranker", params, arrays)
+        loaded = Reranker.load(path)
+        assert loaded.get_params() == reranker.get_params()
+        labels = random_candidates(rng, X.shape[0], Y.shape[1], 5)
+        scores = rng.random(labels.shape)
+        for a, b in zip(reranker.rerank_predictions(X, labels, scores, k=3),
+                        loaded.rerank_predictions(X, labels, scores, k=3)):
+            np.testing.assert_array_equal(a, b)
+    # A logistic re-ranker always stored its penalty: without it, the file is corrupt.
+    params, arrays = Reranker(tail_scorer="logistic").fit(X, Y)._get_state()
+    save_model(path, "reranker", before_logistic(params), arrays)
     with pytest.raises(ModelFormatError, match="re-ranker settings are invalid"):
         Reranker.load(path)

@@ -11,8 +11,12 @@ tail labels have.
 :class:`RidgeTailScorer`
     One-vs-rest ridge regression, fitted in closed form with dense
     ``n_features x n_labels`` weights: for up to a few thousand features.
+:class:`LogisticTailScorer`
+    One-vs-rest L2-regularised logistic regression, fitted by preconditioned
+    L-BFGS; dense like ridge, and the two share everything but the fit and
+    the map from linear to log score (:class:`_LinearTailScorer`).
 
-Both weight features by their IDF before rows are unit-normalised (or not,
+All weight features by their IDF before rows are unit-normalised (or not,
 ``feature_weighting="none"``) and store their arrays under ``STATE_PREFIX``
 names so that an estimator can keep them beside its own in one model file.
 """
@@ -21,32 +25,39 @@ from __future__ import annotations
 
 import logging
 import math
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.linalg
+import scipy.optimize
 import scipy.sparse as sp
+import scipy.special
 
 from . import _rerank
 from ._validation import check_csr_structure, check_features, check_labels
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 
-__all__ = ["TailScorer", "RidgeTailScorer"]
+__all__ = ["TailScorer", "RidgeTailScorer", "LogisticTailScorer"]
 
 logger = logging.getLogger(__name__)
 
 #: Feature weightings accepted by :class:`TailScorer` and :class:`Reranker`.
 FEATURE_WEIGHTINGS = ("idf", "none")
 
-#: Largest dense system :class:`RidgeTailScorer` solves, in bytes (float64).
-MAX_RIDGE_BYTES = 2**31
+#: Largest dense arrays :class:`RidgeTailScorer` and :class:`LogisticTailScorer`
+#: may need to fit, in bytes.
+MAX_DENSE_BYTES = 2**31
+
+#: Correction pairs kept by :class:`LogisticTailScorer`'s L-BFGS.
+_LBFGS_MEMORY = 10
 
 #: Floor of a ridge score before its log is blended, as least-squares outputs
 #: may be 0 or negative. Uncritical: on Delicious's held-out rows, floors from
 #: 1e-5 to 1e-2 gave the same best settings and scores.
 RIDGE_FLOOR = 1e-4
 
-#: Scores computed at once by :meth:`RidgeTailScorer._log_score` (rows x labels).
+#: Scores computed at once (rows x labels) by the linear scorers' ``_log_score``
+#: and by each block of :class:`LogisticTailScorer`'s objective.
 _SCORE_BLOCK = 2**22
 
 #: Prefix of the array names in :meth:`Reranker._get_state`, so that an
@@ -73,9 +84,9 @@ def _check_gamma(gamma) -> float:
     return _check_real(gamma, "gamma", 0.0, math.inf, low_open=True)
 
 
-def _check_penalty(value) -> float:
-    """Return the ridge penalty as a finite float > 0."""
-    return _check_real(value, "ridge_penalty", 0.0, math.inf, low_open=True)
+def _check_penalty(value, name: str = "penalty") -> float:
+    """Return a linear tail scorer's penalty as a finite float > 0."""
+    return _check_real(value, name, 0.0, math.inf, low_open=True)
 
 
 def _check_tail_settings(feature_weighting, unit_centroids) -> tuple[str, bool]:
@@ -300,7 +311,109 @@ class TailScorer(_Scorer):
         )
 
 
-class RidgeTailScorer(_Scorer):
+class _LinearTailScorer(_Scorer):
+    """What the dense one-vs-rest linear scorers share; subclasses fit and link.
+
+    A subclass fits ``W`` (``(n_features + 1) x n_labels``, biases last) in
+    :meth:`_solve`, maps a linear score ``z = [x_hat 1] . W_l`` to its log
+    score in :meth:`_log_link`, says how many bytes of dense arrays its fit
+    needs in :meth:`_dense_bytes`, and names its kind (``_KIND``, as
+    ``tail_scorer``) and its stored weights (``_COEF_NAME``).
+    """
+
+    _KIND = ""
+    _COEF_NAME = ""
+
+    def __init__(self, penalty: float = 1.0, feature_weighting: str = "idf"):
+        self.penalty = _check_penalty(penalty)
+        self.feature_weighting, _ = _check_tail_settings(feature_weighting, True)
+
+    def fit(self, X, Y, n_labels: int | None = None):
+        """Fit the weights of every label.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Training features.
+        Y : indicator matrix of shape (n_samples, n_labels) or list of label lists
+            Training labels.
+        n_labels : int, optional
+            Size of the label space, if larger than ``Y`` shows; extra labels
+            are treated as labels never seen in training.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            If the dense arrays of the fit would exceed ``MAX_DENSE_BYTES``.
+        """
+        X = check_features(X)
+        Y = check_labels(Y, n_samples=X.shape[0], n_labels=n_labels)
+        n_features, n_labels = X.shape[1], Y.shape[1]
+        needed = self._dense_bytes(n_features + 1, n_labels)
+        if needed > MAX_DENSE_BYTES:
+            raise ValueError(
+                f"tail_scorer={self._KIND!r} needs {needed / 2**30:.1f} GiB of dense matrices "
+                f"for {n_features} features and {n_labels} labels (limit "
+                f"{MAX_DENSE_BYTES / 2**30:.0f} GiB); use tail_scorer='centroid'"
+            )
+        weights = _feature_weights(X, self.feature_weighting)
+        A = sp.hstack([_unit_rows(X @ sp.diags(weights)), np.ones((X.shape[0], 1))], "csr")
+        self._set_coef(self._solve(A, sp.csr_matrix(Y)).astype(np.float32), weights)
+        return self
+
+    @staticmethod
+    def _dense_bytes(n_columns: int, n_labels: int) -> int:
+        """Bytes of dense arrays the fit needs, for ``n_columns = n_features + 1``."""
+        raise NotImplementedError
+
+    def _solve(self, A: sp.csr_matrix, Y: sp.csr_matrix) -> np.ndarray:
+        """``W`` (``A.shape[1] x n_labels``) for the ``[x_hat 1]`` training rows `A`."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _log_link(scores: np.ndarray) -> np.ndarray:
+        """The log score of float64 linear scores ``z``."""
+        raise NotImplementedError
+
+    def _set_coef(self, coef: np.ndarray, feature_weights: np.ndarray) -> None:
+        self.coef_ = np.ascontiguousarray(coef)
+        self.feature_weights_ = np.ascontiguousarray(feature_weights, dtype=np.float32)
+        self.n_features_, self.n_labels_ = coef.shape[0] - 1, coef.shape[1]
+
+    def _log_score(self, X, labels: np.ndarray) -> np.ndarray:
+        """The log score of validated int32 candidate ids; -inf in empty slots."""
+        X = check_features(X, n_features=self.n_features_)
+        if X.shape[0] != labels.shape[0]:
+            raise DataFormatError(f"labels: has {labels.shape[0]} rows but X has {X.shape[0]}")
+        A = _unit_rows(X @ sp.diags(self.feature_weights_))
+        log_scores = np.full(labels.shape, -np.inf)
+        # All labels' scores for a block of rows at a time: dense, but bounded.
+        block = max(1, _SCORE_BLOCK // self.n_labels_)
+        for start in range(0, X.shape[0], block):
+            rows = slice(start, start + block)
+            scores = A[rows] @ self.coef_[:-1] + self.coef_[-1]
+            picked = np.take_along_axis(scores, np.maximum(labels[rows], 0), axis=1)
+            linked = self._log_link(picked.astype(np.float64))
+            log_scores[rows] = np.where(labels[rows] >= 0, linked, -np.inf)
+        return log_scores
+
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays that define the fitted scorer, by state name."""
+        return {self._COEF_NAME: self.coef_, "feature_weights": self.feature_weights_}
+
+    def _load_arrays(self, arrays: dict, n_features: int, n_labels: int) -> None:
+        """Install :meth:`_state_arrays` output read from a file, checking it."""
+        coef = _state_array(arrays, self._COEF_NAME, np.float32, (n_features + 1, n_labels))
+        if not np.all(np.isfinite(coef)):
+            raise ModelFormatError(f"re-ranker {self._KIND} weights: non-finite values")
+        self._set_coef(coef, _state_feature_weights(arrays, n_features))
+
+
+class RidgeTailScorer(_LinearTailScorer):
     """One-vs-rest ridge regression: a linear least-squares classifier per label.
 
     The centroid scorer compares a point with the mean of each label's
@@ -316,7 +429,7 @@ class RidgeTailScorer(_Scorer):
     enters the blend (below it a candidate is ranked by its base score and
     propensity alone). ``W`` is dense, so this scorer is for up to a few
     thousand features (Bibtex, Delicious); :meth:`fit` refuses systems
-    larger than ``MAX_RIDGE_BYTES``.
+    larger than ``MAX_DENSE_BYTES``.
 
     Parameters
     ----------
@@ -333,84 +446,211 @@ class RidgeTailScorer(_Scorer):
     n_features_, n_labels_ : int
     """
 
-    def __init__(self, penalty: float = 1.0, feature_weighting: str = "idf"):
-        self.penalty = _check_penalty(penalty)
-        self.feature_weighting, _ = _check_tail_settings(feature_weighting, True)
+    _KIND = "ridge"
+    _COEF_NAME = "ridge_coef"
 
-    def fit(self, X, Y, n_labels: int | None = None) -> RidgeTailScorer:
-        """Solve the ridge system for every label.
+    @staticmethod
+    def _dense_bytes(n_columns: int, n_labels: int) -> int:
+        """The Gram matrix and right-hand sides, in float64."""
+        return 8 * n_columns * (n_columns + n_labels)
 
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-            Training features.
-        Y : indicator matrix of shape (n_samples, n_labels) or list of label lists
-            Training labels.
-        n_labels : int, optional
-            Size of the label space, if larger than ``Y`` shows; extra labels
-            get zero weights.
-
-        Returns
-        -------
-        RidgeTailScorer
-            ``self``.
-
-        Raises
-        ------
-        ValueError
-            If the dense system would exceed ``MAX_RIDGE_BYTES``.
-        """
-        X = check_features(X)
-        Y = check_labels(Y, n_samples=X.shape[0], n_labels=n_labels)
-        n_features, n_labels = X.shape[1], Y.shape[1]
-        needed = 8 * (n_features + 1) * (n_features + 1 + n_labels)
-        if needed > MAX_RIDGE_BYTES:
-            raise ValueError(
-                f"tail_scorer='ridge' needs {needed / 2**30:.1f} GiB of dense matrices for "
-                f"{n_features} features and {n_labels} labels (limit "
-                f"{MAX_RIDGE_BYTES / 2**30:.0f} GiB); use tail_scorer='centroid'"
-            )
-        weights = _feature_weights(X, self.feature_weighting)
-        A = sp.hstack([_unit_rows(X @ sp.diags(weights)), np.ones((X.shape[0], 1))], "csr")
+    def _solve(self, A: sp.csr_matrix, Y: sp.csr_matrix) -> np.ndarray:
         gram = (A.T @ A).toarray().astype(np.float64)
         gram[np.diag_indices_from(gram)] += self.penalty
         targets = (A.T @ Y).toarray().astype(np.float64)
-        coef = scipy.linalg.solve(gram, targets, assume_a="pos")
-        self._set_coef(coef.astype(np.float32), weights)
-        return self
+        return scipy.linalg.solve(gram, targets, assume_a="pos")
 
-    def _set_coef(self, coef: np.ndarray, feature_weights: np.ndarray) -> None:
-        self.coef_ = np.ascontiguousarray(coef)
-        self.feature_weights_ = np.ascontiguousarray(feature_weights, dtype=np.float32)
-        self.n_features_, self.n_labels_ = coef.shape[0] - 1, coef.shape[1]
+    @staticmethod
+    def _log_link(scores: np.ndarray) -> np.ndarray:
+        """``log max(r_l(x), RIDGE_FLOOR)``: least-squares outputs may be <= 0."""
+        return np.log(np.maximum(scores, RIDGE_FLOOR))
 
-    def _log_score(self, X, labels: np.ndarray) -> np.ndarray:
-        """``log max(r_l(x), RIDGE_FLOOR)`` for validated int32 ids; -inf in empty slots."""
-        X = check_features(X, n_features=self.n_features_)
-        if X.shape[0] != labels.shape[0]:
-            raise DataFormatError(f"labels: has {labels.shape[0]} rows but X has {X.shape[0]}")
-        A = _unit_rows(X @ sp.diags(self.feature_weights_))
-        log_scores = np.full(labels.shape, -np.inf)
-        # All labels' scores for a block of rows at a time: dense, but bounded.
-        block = max(1, _SCORE_BLOCK // self.n_labels_)
-        for start in range(0, X.shape[0], block):
-            rows = slice(start, start + block)
-            scores = A[rows] @ self.coef_[:-1] + self.coef_[-1]
-            picked = np.take_along_axis(scores, np.maximum(labels[rows], 0), axis=1)
-            floored = np.log(np.maximum(picked.astype(np.float64), RIDGE_FLOOR))
-            log_scores[rows] = np.where(labels[rows] >= 0, floored, -np.inf)
-        return log_scores
 
-    def _state_arrays(self) -> dict[str, np.ndarray]:
-        """The arrays that define the fitted scorer, by state name."""
-        return {"ridge_coef": self.coef_, "feature_weights": self.feature_weights_}
+class LogisticTailScorer(_LinearTailScorer):
+    """One-vs-rest L2-regularised logistic regression: a probabilistic classifier per label.
 
-    def _load_arrays(self, arrays: dict, n_features: int, n_labels: int) -> None:
-        """Install :meth:`_state_arrays` output read from a file, checking it."""
-        coef = _state_array(arrays, "ridge_coef", np.float32, (n_features + 1, n_labels))
-        if not np.all(np.isfinite(coef)):
-            raise ModelFormatError("re-ranker ridge weights: non-finite values")
-        self._set_coef(coef, _state_feature_weights(arrays, n_features))
+    Where ridge regression fits the 0/1 targets by least squares, which
+    spends its capacity on the many easy negatives of a rare label and may
+    score below 0, logistic regression models ``P(l | x)`` directly:
+
+        W = argmin  sum_l sum_i logloss(y_il, [a_i 1] . W_l)
+                    + penalty / 2 ||W without its bias row||^2,
+
+    with ``a_i`` the (IDF-weighted) unit-normalised training rows, as for
+    :class:`RidgeTailScorer`. The score is ``log sigmoid([x_hat 1] . W_l)``,
+    computed without overflow, so no floor is needed: a label the model
+    finds unlikely is ranked down in proportion. The biases are not
+    penalised, so each label's predicted frequency matches its training
+    frequency.
+
+    A label that occurs in no training row (or in every row) has no finite
+    optimal bias; it gets zero weights and the bias of its smoothed
+    frequency ``(count + 0.5) / (n_samples + 1)`` instead, i.e. a small,
+    finite prior score.
+
+    All labels are fitted together by L-BFGS (:func:`scipy.optimize.minimize`)
+    with float32 matrix products, in preconditioned coordinates: ``W_l =
+    U diag((c_l e + penalty)**-1/2) V_l``, with ``U diag(e) U^T`` the
+    eigendecomposition of ``[A 1]^T [A 1]`` and ``c_l`` the log loss's
+    curvature ``f_l (1 - f_l)`` at the label's frequency ``f_l``. That is the
+    Hessian of each label's objective if all its predictions were ``f_l``,
+    so the frequent labels' steep directions and the rare labels' flat ones
+    are both rescaled to about unit curvature, and the biases start at the
+    labels' log-odds. On Delicious (501 columns, 983 labels) this takes 44
+    iterations at penalty 1 and 129 at penalty 0.1 (an unpreconditioned
+    float64 L-BFGS from zero needed 230 at penalty 1). ``W`` is dense, so
+    this scorer is, like ridge, for up to a few thousand features;
+    :meth:`fit` refuses problems whose dense arrays exceed
+    ``MAX_DENSE_BYTES``.
+
+    Parameters
+    ----------
+    penalty : float > 0, default=1.0
+        L2 penalty on the weights (not the biases).
+    feature_weighting : {"idf", "none"}, default="idf"
+        As for :class:`TailScorer`.
+    tol : float in (0, 1], default=1e-3
+        Stop when the largest gradient component (in the preconditioned
+        coordinates) falls below `tol` times its value at the start.
+    max_iter : int >= 1, default=300
+        At most this many L-BFGS iterations.
+
+    Attributes
+    ----------
+    coef_ : numpy.ndarray of shape (n_features + 1, n_labels), float32
+        ``W``; its last row holds the biases.
+    feature_weights_ : numpy.ndarray of shape (n_features,), float32
+    n_features_, n_labels_ : int
+    n_iter_ : int
+        L-BFGS iterations of the last :meth:`fit` (0 if every label was
+        degenerate, and after loading).
+    """
+
+    _KIND = "logistic"
+    _COEF_NAME = "logistic_coef"
+
+    def __init__(
+        self,
+        penalty: float = 1.0,
+        feature_weighting: str = "idf",
+        tol: float = 1e-3,
+        max_iter: int = 300,
+    ):
+        super().__init__(penalty, feature_weighting)
+        self.tol = _check_real(tol, "tol", 0.0, 1.0, low_open=True)
+        if isinstance(max_iter, bool) or not isinstance(max_iter, Integral) or max_iter < 1:
+            raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+        self.max_iter = int(max_iter)
+        self.n_iter_ = 0
+
+    @staticmethod
+    def _dense_bytes(n_columns: int, n_labels: int) -> int:
+        """Eigenbasis, and float64 ``(n_features + 1) x n_labels`` arrays: the weights,
+        their gradient and scaling, temporaries, and L-BFGS's correction pairs."""
+        return 8 * n_columns * (n_columns + (2 * _LBFGS_MEMORY + 8) * n_labels)
+
+    def _solve(self, A: sp.csr_matrix, Y: sp.csr_matrix) -> np.ndarray:
+        n_rows = A.shape[0]
+        counts = np.diff(Y.tocsc().indptr)
+        frequency = (counts + 0.5) / (n_rows + 1.0)
+        coef = np.zeros((A.shape[1], Y.shape[1]))
+        # The optimal bias of a label with zero weights, about: the starting
+        # point, and the final bias of labels with no finite optimum.
+        coef[-1] = np.log(frequency) - np.log1p(-frequency)
+        fitted = np.flatnonzero((counts > 0) & (counts < n_rows))
+        self.n_iter_ = 0
+        if fitted.size:
+            coef[:, fitted], self.n_iter_ = _fit_logistic(
+                A, Y[:, fitted], coef[:, fitted], frequency[fitted], self.penalty,
+                self.tol, self.max_iter,
+            )
+        return coef
+
+    @staticmethod
+    def _log_link(scores: np.ndarray) -> np.ndarray:
+        """``log sigmoid(z)``, finite for every finite ``z``."""
+        return scipy.special.log_expit(scores)
+
+
+def _fit_logistic(A, Y, coef, frequency, penalty, tol, max_iter) -> tuple[np.ndarray, int]:
+    """Minimise :class:`_LogLoss` from `coef` by preconditioned L-BFGS.
+
+    Returns the weights (float64, shaped like `coef`) and the iterations run.
+    """
+    n_rows, n_columns = A.shape
+    n_labels = Y.shape[1]
+    objective = _LogLoss(A, Y, penalty)
+    eigenvalues, basis = scipy.linalg.eigh((A.T @ A).toarray().astype(np.float64))
+    # 1 / n_rows: the curvature of a label seen once, a floor for smoothing.
+    curvature = np.maximum(frequency * (1.0 - frequency), 1.0 / n_rows)
+    scale = 1.0 / np.sqrt(np.outer(np.maximum(eigenvalues, 0.0), curvature) + penalty)
+
+    def to_coef(v: np.ndarray) -> np.ndarray:
+        return basis @ (scale * v.reshape(n_columns, n_labels))
+
+    def loss_and_gradient(v: np.ndarray) -> tuple[float, np.ndarray]:
+        loss, gradient = objective(to_coef(v))
+        return loss, (scale * (basis.T @ gradient)).ravel()
+
+    start = ((basis.T @ coef) / scale).ravel()
+    gtol = tol * np.abs(loss_and_gradient(start)[1]).max()
+    result = scipy.optimize.minimize(
+        loss_and_gradient,
+        start,
+        jac=True,
+        method="L-BFGS-B",
+        # ftol only guards against float32 rounding stalling the line search.
+        options={"maxiter": max_iter, "maxcor": _LBFGS_MEMORY, "gtol": gtol, "ftol": 1e-12},
+    )
+    logger.debug(
+        "logistic tail scorer: %d labels, %d iterations, %d evaluations (%s)",
+        n_labels, result.nit, result.nfev, result.message,
+    )
+    return to_coef(result.x), int(result.nit)
+
+
+class _LogLoss:
+    """Penalised log loss of every label and its gradient, a block of rows at a time.
+
+    Products are in float32 (twice as fast as float64, and the
+    ``n_samples x n_labels`` blocks take half the memory); sums are in float64.
+    """
+
+    def __init__(self, A: sp.csr_matrix, Y: sp.csr_matrix, penalty: float):
+        A = sp.csr_matrix(A, dtype=np.float32)
+        Y = sp.csr_matrix(Y)
+        rows_per_block = max(1, _SCORE_BLOCK // Y.shape[1])
+        # Per block: its rows, and the (row, label) positions of its 1s.
+        self.blocks = [
+            (A[start : start + rows_per_block], Y[start : start + rows_per_block].nonzero())
+            for start in range(0, A.shape[0], rows_per_block)
+        ]
+        self.penalty = penalty
+
+    def __call__(self, coef: np.ndarray) -> tuple[float, np.ndarray]:
+        """Return the objective at `coef` (float64, biases last) and its gradient."""
+        coef32 = coef.astype(np.float32)
+        loss = 0.0
+        gradient = np.zeros(coef.shape)
+        for rows, positives in self.blocks:
+            z = rows @ coef32
+            small = np.exp(-np.abs(z))
+            # logloss = log(1 + exp(z)) - y z, with log(1 + exp(z)) written as
+            # max(z, 0) + log1p(exp(-|z|)) so that nothing overflows.
+            loss += float(
+                np.log1p(small).sum(dtype=np.float64)
+                + np.maximum(z, 0.0).sum(dtype=np.float64)
+                - z[positives].sum(dtype=np.float64)
+            )
+            # d logloss / dz = sigmoid(z) - y, sigmoid in the same stable form.
+            residual = np.where(z >= 0.0, np.float32(1.0), small)
+            residual /= 1.0 + small
+            residual[positives] -= 1.0
+            gradient += rows.T @ residual
+        weights = coef[:-1]
+        loss += 0.5 * self.penalty * float(np.sum(weights**2))
+        gradient[:-1] += self.penalty * weights
+        return loss, gradient
 
 
 # ----------------------------------------------------------------------------- stored state

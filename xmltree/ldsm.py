@@ -30,7 +30,7 @@ from ._tree import LEAF_AGGREGATIONS, LEAF_SCORES, TREE_ARRAYS, Forest
 from ._validation import check_features, check_labels
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 from .rerank import STATE_PREFIX as RERANK_PREFIX
-from .rerank import Reranker, make_reranker, upgrade_version_1
+from .rerank import Reranker, make_reranker, upgrade_reranker_state
 
 __all__ = ["LdSM", "NotFittedError", "merge"]
 
@@ -134,7 +134,9 @@ class LdSM(Estimator):
         ``True`` with its default settings, or a dict of its parameters, e.g.
         ``{"tail_scorer": "ridge", "ridge_penalty": 3.0, "alpha": 0.3,
         "propensity_exponent": 2.0}`` (the setting tuned for Bibtex in
-        ``benchmarks/README.md``). The dict is checked when fitting starts.
+        ``benchmarks/README.md``; for Delicious, ``{"tail_scorer": "logistic",
+        "logistic_penalty": 0.03, "alpha": 0.6, "propensity_exponent": 1.5}``).
+        The dict is checked when fitting starts.
         The fitted re-ranker is ``reranker_``; its blend settings can still
         be changed there with ``set_params``.
     n_jobs : int or None, default=-1
@@ -488,9 +490,9 @@ class LdSM(Estimator):
 
     @classmethod
     def _upgrade_state(cls, version: int, params: dict, arrays: dict) -> tuple[dict, dict]:
-        """Version-1 files load as they are, but for their re-ranker's settings."""
+        """Older files load as they are, but for their re-ranker's settings."""
         if isinstance(params, dict) and "reranker" in params:
-            reranker = upgrade_version_1(
+            reranker = upgrade_reranker_state(
                 version, params["reranker"], arrays,
                 "train the model again with LdSM(rerank=...), or load it with the xmltree "
                 "that wrote it, set model.reranker_ = None, save it, load it here and fit "
