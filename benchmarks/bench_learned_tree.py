@@ -209,7 +209,8 @@ def print_table(rows):
         print(" | ".join(cells))
 
 
-def main():
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of this script (also used by ``tune_learned_tree.py``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", choices=["clinc150", "reuters", "ptb"], default="clinc150")
     parser.add_argument("--corpora", default=str(DEFAULT_CORPORA))
@@ -239,7 +240,11 @@ def main():
                         help="LearnedTree variants to run (huffman: classification only)")
     parser.add_argument("--no-fasttext", action="store_true")
     parser.add_argument("--json", help="write the result rows to this file")
-    args = parser.parse_args()
+    return parser
+
+
+def main():
+    args = build_parser().parse_args()
     rows = language_model(args) if args.task == "ptb" else classification(args)
     print_table(rows)
     if args.json:
