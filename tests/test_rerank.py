@@ -185,15 +185,17 @@ def test_ridge_scores_match_dense_reference(rng, feature_weighting, penalty, mon
     assert np.all(log_floor == math.log(tail_module.RIDGE_FLOOR))
 
 
-def test_ridge_refuses_systems_over_the_memory_limit(rng, monkeypatch):
+@pytest.mark.parametrize("kind, scorer", [("ridge", RidgeTailScorer),
+                                           ("logistic", LogisticTailScorer)])
+def test_dense_scorers_refuse_problems_over_the_memory_limit(rng, monkeypatch, kind, scorer):
     from xmltree import _tail_scorers as tail_module
 
     X, Y = random_problem(rng)
     monkeypatch.setattr(tail_module, "MAX_DENSE_BYTES", 8 * 13 * 13)
-    with pytest.raises(ValueError, match="tail_scorer='centroid'"):
-        Reranker(tail_scorer="ridge").fit(X, Y)
+    with pytest.raises(ValueError, match=f"tail_scorer='{kind}' needs .*'centroid'"):
+        Reranker(tail_scorer=kind).fit(X, Y)
     with pytest.raises(NotFittedError):
-        RidgeTailScorer().score(X, [[0]] * X.shape[0])
+        scorer().score(X, [[0]] * X.shape[0])
 
 
 def logistic_design(X, X_new, feature_weighting="idf"):
@@ -299,15 +301,7 @@ def test_logistic_scores_are_log_sigmoids_and_finite(rng, feature_weighting, mon
     assert np.all(np.isfinite(far[real]))
 
 
-def test_logistic_refuses_problems_over_the_memory_limit_and_bad_settings(rng, monkeypatch):
-    from xmltree import _tail_scorers as tail_module
-
-    X, Y = random_problem(rng)
-    monkeypatch.setattr(tail_module, "MAX_DENSE_BYTES", 8 * 13 * 13)
-    with pytest.raises(ValueError, match="tail_scorer='logistic' needs .*'centroid'"):
-        Reranker(tail_scorer="logistic").fit(X, Y)
-    with pytest.raises(NotFittedError):
-        LogisticTailScorer().score(X, [[0]] * X.shape[0])
+def test_logistic_refuses_bad_settings():
     for kwargs in ({"penalty": 0.0}, {"penalty": -1.0}, {"penalty": float("inf")},
                    {"tol": 0.0}, {"tol": 2.0}, {"max_iter": 0}, {"max_iter": 2.0},
                    {"max_iter": True}, {"feature_weighting": "bm25"}):
