@@ -17,7 +17,8 @@ missing OpenMP an error (as the wheel builds do). ``xmltree --version``
 tells which build is installed.
 
 Extensions are cythonized when they are built, not when this file is read,
-so that making an sdist needs no Cython and ships no generated C.
+so that making an sdist needs no Cython and ships no generated C; they
+compile on all cores unless ``build_ext -j N`` says otherwise.
 """
 
 import os
@@ -147,6 +148,13 @@ def find_openmp_flags(compiler):
 
 class BuildExt(build_ext):
     """Cythonize and compile with the flags that this compiler supports."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        # Compile the extensions on all cores unless -j / --parallel says
+        # otherwise: pip and `python -m build` give no way to ask for it.
+        if self.parallel is None:
+            self.parallel = True
 
     def build_extensions(self):
         # Imported here so that reading this file (e.g. to make an sdist)
