@@ -56,6 +56,7 @@ for compiler in gcc cc c++ clang cl; do
         exit 1
     fi
 done
+echo "   PATH=$bare_path: no gcc, cc, c++, clang or cl"
 # --only-binary: neither xmltree nor a dependency may be built from source.
 PATH="$bare_path" python -m pip install --quiet --only-binary :all: "$wheel"
 
