@@ -2,7 +2,7 @@
 
 Built by ``tools/build_docs.sh`` with warnings as errors. Everything works
 offline: the docstrings are numpydoc and rendered by the numpydoc extension,
-the theme is Sphinx's built-in one, and nothing links to other projects'
+the theme is Sphinx's default, and nothing links to other projects'
 inventories (intersphinx would need the network).
 """
 
@@ -18,9 +18,4 @@ extensions = ["sphinx.ext.autodoc", "numpydoc"]
 # Classes list their members through autodoc; numpydoc's own member tables
 # would need autosummary stub pages.
 numpydoc_show_class_members = False
-# Signatures keep their annotations; descriptions come from the docstrings.
-autodoc_typehints = "signature"
 autodoc_member_order = "bysource"
-
-html_theme = "alabaster"
-html_title = f"xmltree {release}"
