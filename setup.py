@@ -28,6 +28,7 @@ from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.errors import CompileError, LinkError
 
 DEBUG = os.environ.get("XMLTREE_DEBUG", "0") == "1"
 # Comma-separated module names (e.g. "_ldsm,_tree") to build only those; lets
@@ -123,7 +124,7 @@ def links_openmp_program(compiler, compile_flags, link_flags):
                                        extra_postargs=compile_flags)
             compiler.link_executable(objects, "openmp_check", output_dir=tmp,
                                      extra_postargs=link_flags)
-        except Exception:  # CompileError, LinkError, or a missing compiler
+        except (CompileError, LinkError):  # also raised for a missing compiler
             return False
     return True
 
