@@ -35,8 +35,8 @@ from libc.string cimport memset
 from libcpp.algorithm cimport partial_sort, sort
 from libcpp.pair cimport pair
 from libcpp.vector cimport vector
-from openmp cimport omp_get_max_threads
 
+from ._openmp cimport omp_get_max_threads
 from ._types cimport float32_t, float64_t, index_t, offset_t
 
 # (negated key, label): std::sort on these pairs orders by decreasing key and

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
+from ._openmp import OPENMP_ENABLED
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +59,9 @@ def _build_parser() -> argparse.ArgumentParser:
         prog="xmltree",
         description="Logarithmic-depth trees for extreme multi-label classification.",
     )
-    parser.add_argument("--version", action="version", version=f"xmltree {__version__}")
+    openmp = "with" if OPENMP_ENABLED else "without"
+    parser.add_argument("--version", action="version",
+                        version=f"xmltree {__version__} (built {openmp} OpenMP)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress or log output")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 

@@ -411,7 +411,7 @@ class LdSM(Estimator):
 
         Returns
         -------
-        scipy.sparse.csr_matrix of float32, shape (n_samples, n_labels_)
+        scipy.sparse.csr_matrix of float32, shape ``(n_samples, n_labels_)``
             With ``leaf_scores="distribution"`` and ``leaf_aggregation="mean"``
             each row sums to 1 up to rounding: every sample reaches at least
             one leaf of every tree, and leaf histograms are normalised.

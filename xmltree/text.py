@@ -105,7 +105,7 @@ class TextVectorizer:
         self._index = {word: i for i, word in enumerate(self.vocabulary_)}
 
     def transform(self, texts: Iterable[str]) -> sp.csr_matrix:
-        """Return the (n_documents, n_features_) float32 CSR matrix of counts.
+        """Return the ``(n_documents, n_features_)`` float32 CSR matrix of counts.
 
         Out-of-vocabulary words are dropped; their n-grams still count.
         """
