@@ -217,31 +217,6 @@ def test_tree_invariants_after_swaps():
     assert counts[left < 0].sum() <= X.shape[0]
 
 
-def test_builder_rejects_out_of_range_input():
-    X, y = drifting_stream(0, n_samples=20)
-    builder = _lomtree.LOMTreeBuilder(X.shape[1], 8, 3, 4.0, "nag", 0.5, "hinge")
-    indptr = X.indptr.astype(np.int64)
-    with pytest.raises(ValueError, match="labels"):
-        builder.learn(indptr, X.indices, X.data, y + 8, np.arange(20))
-    with pytest.raises(ValueError, match="order"):
-        builder.learn(indptr, X.indices, X.data, y, np.array([0, 20]))
-    bad = X.indices.copy()
-    bad[0] = X.shape[1]
-    with pytest.raises(ValueError, match="feature index"):
-        builder.leaves(indptr, bad, X.data)
-    with pytest.raises(ValueError, match="indptr"):
-        builder.leaves(indptr[:-1], X.indices, X.data)
-    with pytest.raises(ValueError, match="beam_width"):
-        builder.leaves(indptr, X.indices, X.data, 0)
-    with pytest.raises(ValueError, match="beam_width"):
-        builder.predict_topk(indptr, X.indices, X.data, 1, 1, 0)
-    for scale in (0.0, -1.0, math.inf, math.nan):
-        with pytest.raises(ValueError, match="beam_scale"):
-            builder.leaves(indptr, X.indices, X.data, 2, scale)
-        with pytest.raises(ValueError, match="beam_scale"):
-            builder.predict_topk(indptr, X.indices, X.data, 1, 1, 2, scale)
-
-
 # ---------------------------------------------------------------------- estimator
 
 

@@ -12,6 +12,7 @@ import scipy.sparse as sp
 
 from xmltree import _rerank
 from xmltree._persistence import load_model, save_model
+from xmltree._validation import check_features
 from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
 from xmltree.metrics import inverse_propensity
 from xmltree.rerank import (
@@ -173,7 +174,7 @@ def test_ridge_scores_match_dense_reference(rng, feature_weighting, penalty, mon
     scorer = RidgeTailScorer(penalty, feature_weighting).fit(sp.csr_matrix(X), Y)
     W, expected = reference_ridge_log_scores(X, Y, X_new, labels, penalty, feature_weighting)
     np.testing.assert_allclose(scorer.coef_, W, rtol=1e-4, atol=1e-5)
-    got = scorer._log_score(sp.csr_matrix(X_new.astype(np.float32)), labels)
+    got = scorer._log_score(check_features(X_new), labels)
     assert np.array_equal(np.isinf(got), labels < 0)
     np.testing.assert_allclose(got[labels >= 0], expected[labels >= 0], rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(scorer.score(X_new, labels), np.exp(expected), rtol=1e-4,
@@ -181,7 +182,7 @@ def test_ridge_scores_match_dense_reference(rng, feature_weighting, penalty, mon
     # A label never seen in training has zero weights: floored, finite.
     unseen = Y.shape[1] - 1
     unseen_labels = np.full((X_new.shape[0], 1), unseen, dtype=np.int32)
-    log_floor = scorer._log_score(sp.csr_matrix(X_new.astype(np.float32)), unseen_labels)
+    log_floor = scorer._log_score(check_features(X_new), unseen_labels)
     assert np.all(log_floor == math.log(tail_module.RIDGE_FLOOR))
 
 
@@ -286,7 +287,7 @@ def test_logistic_scores_are_log_sigmoids_and_finite(rng, feature_weighting, mon
     W = reference_logistic_coef(X, Y, 1e-3, feature_weighting)
     np.testing.assert_allclose(scorer.coef_, W, rtol=1e-3, atol=1e-3 * np.abs(W).max())
     z = logistic_design(X, X_new, feature_weighting) @ scorer.coef_.astype(np.float64)
-    got = scorer._log_score(sp.csr_matrix(X_new), labels)
+    got = scorer._log_score(check_features(X_new), labels)
     real = labels >= 0
     assert np.all(np.isfinite(got[real])) and np.all(got[~real] == -np.inf)
     expected = -np.logaddexp(0.0, -np.take_along_axis(z, np.maximum(labels, 0), axis=1))
@@ -297,7 +298,7 @@ def test_logistic_scores_are_log_sigmoids_and_finite(rng, feature_weighting, mon
     prior = math.log(0.5 / (X.shape[0] + 1))
     np.testing.assert_allclose(got[:, 0], prior, rtol=1e-5)
     # Scores far from the training data stay finite (no log(0)).
-    far = scorer._log_score(sp.csr_matrix(1e6 * X_new), labels)
+    far = scorer._log_score(check_features(1e6 * X_new), labels)
     assert np.all(np.isfinite(far[real]))
 
 
@@ -359,7 +360,7 @@ def test_tail_scores_finite_for_empty_rows_and_unseen_labels(rng):
         assert np.all(np.isfinite(scores))
         assert np.all((scores >= 0.0) & (scores <= 0.5))
         assert np.all(scores[:, 2] == 0.0)
-        log_scores = scorer._log_score(sp.csr_matrix(X), labels)
+        log_scores = scorer._log_score(check_features(X), labels)
         assert np.all(np.isfinite(log_scores[:, :2]))
     # Empty row x_hat = 0, unseen label mu = 0: distance 0, t = 1/2 exactly.
     assert TailScorer(gamma=30.0).fit(X, Y).score(X[:1], [[unseen]])[0, 0] == 0.5

@@ -502,14 +502,6 @@ def test_forest_arguments_are_checked(rng):
         Forest([], arity=2, n_features=20, n_labels=30, routing="margin")
     with pytest.raises(ModelFormatError, match="shape"):
         Forest([tree], arity=3, n_features=20, n_labels=30, routing="margin")
-    with pytest.raises(ValueError, match="routing"):
-        Forest([tree], arity=2, n_features=20, n_labels=30, routing="hinge")
-    with pytest.raises(ValueError, match="leaf_scores"):
-        Forest([tree], arity=2, n_features=20, n_labels=30, routing="margin",
-               leaf_scores="counts")
-    with pytest.raises(ValueError, match="leaf_aggregation"):
-        Forest([tree], arity=2, n_features=20, n_labels=30, routing="margin",
-               leaf_aggregation="max")
 
 
 def test_frequency_leaves_need_not_sum_to_one(rng):

@@ -331,26 +331,19 @@ cdef class LOMTreeBuilder:
     def learn(self, indptr, indices, data, labels, order):
         """Train on the rows ``order[0], order[1], ...`` of a CSR matrix, in that order.
 
+        Every argument is trusted (the estimator made or checked it).
+
         Parameters
         ----------
         indptr, indices, data : numpy.ndarray
-            CSR arrays (int64, int32, float32) of a validated matrix with
-            ``n_features`` columns.
+            CSR arrays (int64, int32, float32) of a matrix from
+            ``check_features`` with ``n_features`` columns.
         labels : numpy.ndarray of int32
             Class id of every row, in ``[0, n_classes)``.
         order : numpy.ndarray of int64
-            Row ids to visit; rows may repeat.
+            Row ids to visit, in ``[0, n_rows)``; rows may repeat.
         """
-        cdef const offset_t[::1] ptr = _checked_indptr(indptr, indices, data, self.n_features)
-        labels = np.ascontiguousarray(labels, dtype=np.int32)
-        order = np.ascontiguousarray(order, dtype=np.int64)
-        n_rows = ptr.shape[0] - 1
-        if labels.shape != (n_rows,):
-            raise ValueError("labels must have one entry per row")
-        if n_rows and (labels.min() < 0 or labels.max() >= self.n_classes):
-            raise ValueError(f"labels must lie in [0, {self.n_classes})")
-        if order.ndim != 1 or (order.size and (order.min() < 0 or order.max() >= n_rows)):
-            raise ValueError(f"order must hold row ids in [0, {n_rows})")
+        cdef const offset_t[::1] ptr = indptr
         cdef const index_t[::1] y = labels
         cdef const int64_t[::1] rows = order
         cdef const index_t* all_indices = _data_pointer_i(indices)
@@ -433,11 +426,12 @@ cdef class LOMTreeBuilder:
 
         ``beam_width`` > 1 selects the leaf by beam search with routing
         probabilities ``sigmoid(beam_scale * h_v(x) / m_v)`` (see the module
-        notes and :meth:`routing_margins`).
+        notes and :meth:`routing_margins`). The rows are as in :meth:`learn`;
+        the beam settings as ``LOMTree`` checks them (width >= 1, finite
+        scale > 0).
         """
-        _check_beam(beam_width, beam_scale)
         cdef const float64_t[::1] margins = self._cached_margins()
-        cdef const offset_t[::1] ptr = _checked_indptr(indptr, indices, data, self.n_features)
+        cdef const offset_t[::1] ptr = indptr
         cdef const index_t* all_indices = _data_pointer_i(indices)
         cdef const float32_t* all_values = _data_pointer_f(data)
         out = np.empty(ptr.shape[0] - 1, dtype=np.int32)
@@ -469,18 +463,15 @@ cdef class LOMTreeBuilder:
         leaf's total. When the leaf knows fewer than k classes, the list is
         completed from the histograms of its ancestors, nearest first, with
         score 0; slots left when even the root knows fewer than k classes
-        hold label -1.
+        hold label -1. The rows and beam settings are as in :meth:`leaves`,
+        ``k >= 1`` and ``n_threads >= 1``.
 
         Returns
         -------
         labels : numpy.ndarray of int32, shape (n_rows, k)
         scores : numpy.ndarray of float32, shape (n_rows, k)
         """
-        if k < 1:
-            raise ValueError("k must be at least 1")
-        _check_beam(beam_width, beam_scale)
-        cdef const offset_t[::1] ptr = _checked_indptr(indptr, indices, data, self.n_features)
-        n_threads = max(1, n_threads)
+        cdef const offset_t[::1] ptr = indptr
         cdef unsigned char[::1] work_bytes = _beam_buffer(n_threads, beam_width)
         cdef BeamEntry* work = <BeamEntry*>&work_bytes[0]
         # Per-thread mixture accumulators; all-zero between rows.
@@ -825,14 +816,6 @@ cdef int _keep_most_probable(const BeamEntry* candidates, int n_candidates, Beam
     return n_out
 
 
-def _check_beam(int beam_width, double beam_scale):
-    """Raise ValueError unless the beam has at least one node and a positive finite scale."""
-    if beam_width < 1:
-        raise ValueError("beam_width must be at least 1")
-    if not 0.0 < beam_scale < float("inf"):
-        raise ValueError(f"beam_scale must be positive and finite, got {beam_scale!r}")
-
-
 def _beam_buffer(int n_threads, int beam_width):
     """Scratch bytes for beam searches: 3 * beam_width entries per thread."""
     return np.empty(n_threads * 3 * beam_width * sizeof(BeamEntry), dtype=np.uint8)
@@ -842,22 +825,6 @@ def _node_totals(ptr, reached):
     """Sum of ``reached`` over each node's entries (0 for nodes without entries)."""
     cumulative = np.concatenate(([0], np.cumsum(reached, dtype=np.int64)))
     return np.diff(cumulative[ptr])
-
-
-def _checked_indptr(indptr, indices, data, index_t n_features):
-    """Check CSR arrays enough for the kernels to read them safely; return indptr."""
-    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
-    if (not isinstance(indices, np.ndarray) or indices.dtype != np.int32
-            or not isinstance(data, np.ndarray) or data.dtype != np.float32
-            or not indices.flags.c_contiguous or not data.flags.c_contiguous):
-        raise ValueError("indices must be contiguous int32 and data contiguous float32")
-    if indptr.ndim != 1 or indptr.shape[0] < 1 or indices.shape != data.shape:
-        raise ValueError("malformed CSR arrays")
-    if indptr[0] != 0 or indptr[indptr.shape[0] - 1] != indices.shape[0] or np.any(np.diff(indptr) < 0):
-        raise ValueError("CSR indptr does not match the stored entries")
-    if indices.size and (indices.min() < 0 or indices.max() >= n_features):
-        raise ValueError(f"feature index out of range [0, {n_features})")
-    return indptr
 
 
 cdef const index_t* _data_pointer_i(array):

@@ -161,7 +161,27 @@ class _Scorer:
             labels never seen in training.
         """
         self._check_fitted()
-        return np.exp(self._log_score(X, _check_candidate_labels(labels, self.n_labels_)))
+        labels = _check_candidate_labels(labels, self.n_labels_)
+        return np.exp(self._log_score(check_points(X, labels, self.n_features_), labels))
+
+
+def check_training_data(X, Y, n_labels: int | None = None) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """Check the training data of a tail scorer or re-ranker, once."""
+    X = check_features(X)
+    return X, check_labels(Y, n_samples=X.shape[0], n_labels=n_labels)
+
+
+def check_points(X, labels: np.ndarray, n_features: int) -> sp.csr_matrix:
+    """Check the points whose candidate `labels` are scored, once."""
+    X = check_features(X, n_features=n_features)
+    check_rows_match(X, labels)
+    return X
+
+
+def check_rows_match(X: sp.csr_matrix, labels: np.ndarray) -> None:
+    """One row of candidates per point."""
+    if X.shape[0] != labels.shape[0]:
+        raise DataFormatError(f"labels: has {labels.shape[0]} rows but X has {X.shape[0]}")
 
 
 class TailScorer(_Scorer):
@@ -221,8 +241,10 @@ class TailScorer(_Scorer):
         TailScorer
             ``self``.
         """
-        X = check_features(X)
-        Y = check_labels(Y, n_samples=X.shape[0], n_labels=n_labels)
+        return self._fit(*check_training_data(X, Y, n_labels))
+
+    def _fit(self, X: sp.csr_matrix, Y: sp.csr_matrix) -> TailScorer:
+        """:meth:`fit` on data :func:`check_training_data` returned."""
         weights = _feature_weights(X, self.feature_weighting)
         X_unit = _unit_rows(X @ sp.diags(weights))
         counts = np.diff(Y.tocsc().indptr).astype(np.int64)
@@ -263,11 +285,8 @@ class TailScorer(_Scorer):
             minlength=self.n_labels_,
         ).astype(np.float64)  # bincount of nothing is int64
 
-    def _log_score(self, X, labels: np.ndarray) -> np.ndarray:
-        """``log t_l(x)`` for validated int32 candidate ids; -inf in empty slots."""
-        X = check_features(X, n_features=self.n_features_)
-        if X.shape[0] != labels.shape[0]:
-            raise DataFormatError(f"labels: has {labels.shape[0]} rows but X has {X.shape[0]}")
+    def _log_score(self, X: sp.csr_matrix, labels: np.ndarray) -> np.ndarray:
+        """``log t_l(x)`` of checked points and int32 candidate ids; -inf in empty slots."""
         centroids = self.centroids_
         return _rerank.tail_log_scores(
             X.indptr,
@@ -350,8 +369,10 @@ class _LinearTailScorer(_Scorer):
         ValueError
             If the dense arrays of the fit would exceed ``MAX_DENSE_BYTES``.
         """
-        X = check_features(X)
-        Y = check_labels(Y, n_samples=X.shape[0], n_labels=n_labels)
+        return self._fit(*check_training_data(X, Y, n_labels))
+
+    def _fit(self, X: sp.csr_matrix, Y: sp.csr_matrix):
+        """:meth:`fit` on data :func:`check_training_data` returned."""
         n_features, n_labels = X.shape[1], Y.shape[1]
         needed = self._dense_bytes(n_features + 1, n_labels)
         if needed > MAX_DENSE_BYTES:
@@ -384,11 +405,8 @@ class _LinearTailScorer(_Scorer):
         self.feature_weights_ = np.ascontiguousarray(feature_weights, dtype=np.float32)
         self.n_features_, self.n_labels_ = coef.shape[0] - 1, coef.shape[1]
 
-    def _log_score(self, X, labels: np.ndarray) -> np.ndarray:
-        """The log score of validated int32 candidate ids; -inf in empty slots."""
-        X = check_features(X, n_features=self.n_features_)
-        if X.shape[0] != labels.shape[0]:
-            raise DataFormatError(f"labels: has {labels.shape[0]} rows but X has {X.shape[0]}")
+    def _log_score(self, X: sp.csr_matrix, labels: np.ndarray) -> np.ndarray:
+        """The log score of checked points and int32 candidate ids; -inf in empty slots."""
         A = _unit_rows(X @ sp.diags(self.feature_weights_))
         log_scores = np.full(labels.shape, -np.inf)
         # All labels' scores for a block of rows at a time: dense, but bounded.

@@ -308,21 +308,23 @@ cdef class Forest:
         Remove each tree's weight and leaf arrays from its dict as soon as
         they are copied, so that a caller owning the dicts holds the model
         about 1.5 times rather than twice while the forest is built.
+    check_trees : bool, default=True
+        Check every tree with :func:`check_tree` (and the sizes) first, as
+        trees read from a file must be. ``False`` is for trees the builder
+        just grew or that a forest already holds; the hyper-parameters are
+        the estimator's, checked by it.
     """
 
     def __init__(self, trees, *, arity, n_features, n_labels, routing,
-                 leaf_scores="distribution", leaf_aggregation="mean", release=False):
-        if leaf_scores not in LEAF_SCORES:
-            raise ValueError(f"leaf_scores must be one of {LEAF_SCORES}, got {leaf_scores!r}")
-        if leaf_aggregation not in LEAF_AGGREGATIONS:
-            raise ValueError(f"leaf_aggregation must be one of {LEAF_AGGREGATIONS}, "
-                             f"got {leaf_aggregation!r}")
-        if len(trees) < 1:
-            raise ModelFormatError("a forest needs at least one tree")
-        if not 2 <= arity <= 64 or n_features < 1 or n_labels < 1:
-            raise ModelFormatError("forest arity, n_features or n_labels out of range")
-        for tree in trees:
-            check_tree(tree, arity, n_features, n_labels, leaf_scores)
+                 leaf_scores="distribution", leaf_aggregation="mean", release=False,
+                 check_trees=True):
+        if check_trees:
+            if len(trees) < 1:
+                raise ModelFormatError("a forest needs at least one tree")
+            if not 2 <= arity <= 64 or n_features < 1 or n_labels < 1:
+                raise ModelFormatError("forest arity, n_features or n_labels out of range")
+            for tree in trees:
+                check_tree(tree, arity, n_features, n_labels, leaf_scores)
         self.arity = arity
         self.n_features = n_features
         self.n_labels = n_labels
@@ -402,7 +404,7 @@ cdef class Forest:
         """Number of trees in the forest."""
         return self.arrays.n_trees
 
-    def predict_top_k(self, X, index_t k, int n_threads=1):
+    def predict_top_k(self, X, index_t k, int n_threads=1, bint check_input=True):
         """Return the ``k`` best labels of each example and their scores.
 
         Parameters
@@ -414,6 +416,10 @@ cdef class Forest:
             Labels per example, >= 1.
         n_threads : int, default=1
             OpenMP threads.
+        check_input : bool, default=True
+            ``False``: ``X`` is already what ``check_features(X,
+            n_features=self.n_features)`` returns and ``k >= 1``; nothing is
+            checked again (the estimator's path).
 
         Returns
         -------
@@ -424,9 +430,10 @@ cdef class Forest:
         scores : numpy.ndarray of float32, shape (n_samples, k)
             Averaged ensemble scores of ``labels``.
         """
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
-        X = check_features(X, n_features=self.n_features)
+        if check_input:
+            if k < 1:
+                raise ValueError(f"k must be >= 1, got {k}")
+            X = check_features(X, n_features=self.n_features)
         labels = np.full((X.shape[0], k), -1, dtype=np.int32)
         scores = np.zeros((X.shape[0], k), dtype=np.float32)
         cdef index_t heap_size = min(k, self.n_labels)
@@ -460,7 +467,7 @@ cdef class Forest:
             free_scratch(scratches, n_threads)
         return labels, scores
 
-    def predict_scores(self, X, int n_threads=1):
+    def predict_scores(self, X, int n_threads=1, bint check_input=True):
         """Return every non-zero averaged ensemble score.
 
         Parameters
@@ -469,6 +476,8 @@ cdef class Forest:
             Examples, validated as in :meth:`predict_top_k`.
         n_threads : int, default=1
             OpenMP threads.
+        check_input : bool, default=True
+            As in :meth:`predict_top_k`.
 
         Returns
         -------
@@ -477,7 +486,8 @@ cdef class Forest:
             averaged ("mean") each row sums to 1 (up to rounding), since every
             example reaches at least one leaf.
         """
-        X = check_features(X, n_features=self.n_features)
+        if check_input:
+            X = check_features(X, n_features=self.n_features)
         cdef index_t n_samples = X.shape[0]
         row_thread = np.zeros(n_samples, dtype=np.int32)
         row_start = np.zeros(n_samples, dtype=np.int64)
@@ -520,7 +530,7 @@ cdef class Forest:
             free_scratch(scratches, n_threads)
             free_row_buffers(buffers, n_threads)
 
-    def leaves_reached(self, X, int n_threads=1):
+    def leaves_reached(self, X, int n_threads=1, bint check_input=True):
         """Count the leaves each example reaches in each tree.
 
         Parameters
@@ -529,13 +539,16 @@ cdef class Forest:
             Examples, validated as in :meth:`predict_top_k`.
         n_threads : int, default=1
             OpenMP threads.
+        check_input : bool, default=True
+            As in :meth:`predict_top_k`.
 
         Returns
         -------
         numpy.ndarray of int32, shape (n_samples, n_trees)
             Every entry is >= 1.
         """
-        X = check_features(X, n_features=self.n_features)
+        if check_input:
+            X = check_features(X, n_features=self.n_features)
         counts = np.zeros((X.shape[0], self.arrays.n_trees), dtype=np.int32)
         cdef index_t[:, ::1] counts_view = counts
         cdef CsrRows rows = csr_rows(X)

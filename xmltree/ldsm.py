@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 from ._base import Estimator, check_choice, check_int, check_real, check_seed, is_int, n_threads
 from ._streaming import predict_xc_file
 from ._tree import LEAF_AGGREGATIONS, LEAF_SCORES, TREE_ARRAYS, Forest
-from ._validation import check_features, check_labels
+from ._validation import check_features, check_labels, take_rows
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 from .rerank import STATE_PREFIX as RERANK_PREFIX
 from .rerank import Reranker, make_reranker, upgrade_reranker_state
@@ -274,22 +274,25 @@ class LdSM(Estimator):
         )[first:]
         trees = _build_trees(X, Y, params, seeds)
         # fit owns the trees: the forest may take their arrays as it copies them.
-        self._set_trees(trees, X.shape[1], Y.shape[1], release=True)
+        self._set_trees(trees, X.shape[1], Y.shape[1], release=True, check_trees=False)
         reranker = make_reranker(params["rerank"])
         if reranker is not None:
-            self.reranker_ = reranker.fit(X, Y)
+            self.reranker_ = reranker._fit(X, Y)
         return self
 
     def _set_trees(self, trees: list[dict], n_features: int, n_labels: int,
-                   release: bool = False) -> None:
-        """Validate trees (ModelFormatError) and install them as the fitted state.
+                   release: bool = False, check_trees: bool = True) -> None:
+        """Install trees as the fitted state, checking them first (ModelFormatError).
 
         With ``release``, the trees' weight and leaf arrays are moved into the
         forest (removed from the dicts), which the caller must own.
+        ``check_trees=False`` is for trees that were just grown or that
+        fitted models already hold.
         """
         forest = Forest(trees, arity=self.arity, n_features=n_features,
                         n_labels=n_labels, routing=self.routing, leaf_scores=self.leaf_scores,
-                        leaf_aggregation=self.leaf_aggregation, release=release)
+                        leaf_aggregation=self.leaf_aggregation, release=release,
+                        check_trees=check_trees)
         self._forest = forest
         self.n_features_ = n_features
         self.n_labels_ = n_labels
@@ -342,15 +345,16 @@ class LdSM(Estimator):
         forest = self._fitted_forest()
         if not is_int(k) or k < 1:
             raise ValueError(f"k must be an integer >= 1, got {k!r}")
-        if not rerank:
-            return forest.predict_top_k(X, int(k), n_threads(self.n_jobs))
-        if self.reranker_ is None:
+        if rerank and self.reranker_ is None:
             raise ValueError("this model has no re-ranker; fit it with LdSM(rerank=True) "
                              "or LdSM(rerank={...Reranker settings...})")
         X = check_features(X, n_features=self.n_features_)
+        if not rerank:
+            return forest.predict_top_k(X, int(k), n_threads(self.n_jobs), check_input=False)
         n_candidates = max(int(k), self.reranker_.n_candidates)
-        labels, scores = forest.predict_top_k(X, n_candidates, n_threads(self.n_jobs))
-        labels, scores = self.reranker_.rerank_predictions(X, labels, scores, int(k))
+        labels, scores = forest.predict_top_k(X, n_candidates, n_threads(self.n_jobs),
+                                              check_input=False)
+        labels, scores = self.reranker_._rerank(X, labels, scores, int(k))
         return labels, scores.astype(np.float32)
 
     def predict_file(self, path_in, path_out, k: int = 5, chunk_size: int = 10000,
@@ -416,7 +420,9 @@ class LdSM(Estimator):
             each row sums to 1 up to rounding: every sample reaches at least
             one leaf of every tree, and leaf histograms are normalised.
         """
-        return self._fitted_forest().predict_scores(X, n_threads(self.n_jobs))
+        forest = self._fitted_forest()
+        X = check_features(X, n_features=self.n_features_)
+        return forest.predict_scores(X, n_threads(self.n_jobs), check_input=False)
 
     def leaves_reached(self, X) -> np.ndarray:
         """Count the leaves each sample reaches in each tree.
@@ -431,7 +437,9 @@ class LdSM(Estimator):
         numpy.ndarray of int32, shape (n_samples, n_trees)
             All entries are >= 1; values above 1 come from multi-way routing.
         """
-        return self._fitted_forest().leaves_reached(X, n_threads(self.n_jobs))
+        forest = self._fitted_forest()
+        X = check_features(X, n_features=self.n_features_)
+        return forest.leaves_reached(X, n_threads(self.n_jobs), check_input=False)
 
     def objective_trace(self, tree: int, node: int) -> np.ndarray:
         """Return the mean node objective J of each training epoch.
@@ -609,7 +617,7 @@ def merge(models) -> LdSM:
         hyper["random_state"], hyper["first_tree"] = None, 0
     merged = LdSM(**hyper)
     trees = [tree for model in models for tree in model.trees_]
-    merged._set_trees(trees, models[0].n_features_, models[0].n_labels_)
+    merged._set_trees(trees, models[0].n_features_, models[0].n_labels_, check_trees=False)
     if models[0].reranker_ is not None:
         params, arrays = models[0].reranker_._get_state()
         merged.reranker_ = Reranker._from_state(params, arrays)
@@ -709,9 +717,7 @@ def _drop_unlabelled(X: sp.csr_matrix, Y: sp.csr_matrix):
     if n_dropped:
         logger.info("dropping %d of %d training samples that have no label",
                     n_dropped, labelled.size)
-        # Row selection may shrink the index dtypes; the checks restore the
-        # kernels' layout rather than repeating its rules here.
-        X, Y = check_features(X[labelled]), check_labels(Y[labelled])
+        X, Y = take_rows(X, labelled), take_rows(Y, labelled)
     return X, Y
 
 

@@ -93,10 +93,13 @@ from ._tail_scorers import (
     _check_real,
     _check_tail_settings,
     _state_array,
+    check_points,
+    check_rows_match,
+    check_training_data,
 )
 from ._validation import check_labels
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
-from .metrics import inverse_propensity
+from .metrics import _propensity_weights, inverse_propensity
 
 __all__ = [
     "TailScorer",
@@ -414,17 +417,18 @@ class Reranker(Estimator):
         Reranker
             ``self``.
         """
+        return self._fit(*check_training_data(X, Y, n_labels))
+
+    def _fit(self, X: sp.csr_matrix, Y: sp.csr_matrix) -> Reranker:
+        """:meth:`fit` on checked data (the path of the estimators that re-rank)."""
         # Re-check settings that set_params may have changed since __init__.
         self.gamma = _check_gamma(self.gamma)
         self.propensity_a = _check_real(self.propensity_a, "propensity_a", -math.inf, math.inf)
         self.propensity_b = _check_real(
             self.propensity_b, "propensity_b", 0.0, math.inf, low_open=True
         )
-        scorer = self._new_scorer()
-        self.scorer_ = scorer.fit(X, Y, n_labels=n_labels)
-        self.inverse_propensity_ = inverse_propensity(
-            Y, A=self.propensity_a, B=self.propensity_b, n_labels=scorer.n_labels_
-        )
+        self.scorer_ = self._new_scorer()._fit(X, Y)
+        self.inverse_propensity_ = _propensity_weights(Y, self.propensity_a, self.propensity_b)
         return self
 
     def _new_scorer(self) -> TailScorer | RidgeTailScorer | LogisticTailScorer:
@@ -459,14 +463,23 @@ class Reranker(Estimator):
         scores : numpy.ndarray of shape (n_samples, k), float64
             Blended scores, 0 in padded slots.
         """
+        self._check_fitted()
+        labels = _check_candidate_labels(labels, self.scorer_.n_labels_)
+        return self._rerank(check_points(X, labels, self.scorer_.n_features_), labels, scores, k)
+
+    def _check_fitted(self) -> None:
         if not hasattr(self, "scorer_"):
             raise NotFittedError("this Reranker is not fitted yet; call fit(X, Y) first")
+
+    def _rerank(self, X: sp.csr_matrix, labels: np.ndarray, scores,
+                k: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`rerank_predictions` of checked points and candidate ids."""
+        check_rows_match(X, labels)
         k = _check_count(k, "k")
         # Blend settings may have been changed with set_params: check them here.
         method, alpha, beta = _check_blend(self.method, self.alpha, self.beta)
         exponent = _check_exponent(self.propensity_exponent)
         n_candidates = _check_count(self.n_candidates, "n_candidates")
-        labels = _check_candidate_labels(labels, self.scorer_.n_labels_)
         scores = _check_candidate_scores(scores, labels)
         if method == "geometric":
             _check_geometric_scores(scores, labels)
