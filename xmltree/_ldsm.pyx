@@ -59,6 +59,7 @@ from ._optim cimport OPTIMIZER_NAG, OPTIMIZER_SGD, Regressor, regressor_step, re
 from ._optim cimport score, sigmoid
 from ._random cimport rng_below, rng_seed, rng_shuffle, rng_uniform
 from ._routing cimport route
+from ._sparse cimport CSRView, csr_view
 from ._types cimport float32_t, float64_t, index_t, offset_t
 
 cnp.import_array()
@@ -79,17 +80,6 @@ cdef inline float64_t clamp_unit(float64_t z) noexcept nogil:
     return 0.0 if z < 0.0 else (1.0 if z > 1.0 else z)
 
 
-cdef CSRView _view(matrix, bint with_values):
-    """Return raw pointers into a CSR matrix whose arrays are C-contiguous."""
-    cdef CSRView view
-    view.indptr = <const offset_t*>cnp.PyArray_DATA(matrix.indptr)
-    view.indices = <const index_t*>cnp.PyArray_DATA(matrix.indices)
-    view.values = <const float32_t*>cnp.PyArray_DATA(matrix.data) if with_values else NULL
-    view.n_rows = matrix.shape[0]
-    view.n_cols = matrix.shape[1]
-    return view
-
-
 cdef class NodeTrainer:
     """Scratch and kernels to train one LdSM node at a time (see ``_ldsm.pxd``).
 
@@ -108,8 +98,8 @@ cdef class NodeTrainer:
                  str optimizer, double learning_rate, str routing, double weight_threshold,
                  seed, max_weights=None, weights_per_row=None):
         self._keep_alive = (X, Y)
-        self.X = _view(X, True)
-        self.Y = _view(Y, False)
+        self.X = csr_view(X)
+        self.Y = csr_view(Y)
         self.settings.arity = arity
         self.settings.epochs = epochs
         self.settings.lambda1 = lambda1

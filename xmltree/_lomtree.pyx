@@ -43,6 +43,7 @@ from libcpp.vector cimport vector
 
 from ._optim cimport OPTIMIZER_NAG, OPTIMIZER_SGD, Regressor, nag_margin_step, regressor_step
 from ._optim cimport score, sgd_margin_step
+from ._sparse cimport CSRView, csr_view, row_indices, row_nnz, row_values
 from ._types cimport float32_t, float64_t, index_t, offset_t
 
 #: Names of the optimisers accepted by :class:`LOMTreeBuilder`.
@@ -64,18 +65,6 @@ STATS_FIELDS = (("stats_label", np.int32), ("stats_reached", np.int64),
 REGRESSOR_FIELDS = (("weights", np.float64), ("scale", np.float64),
                     ("sum_sq_grad", np.float64), ("regressor_norm", np.float64),
                     ("regressor_n_updates", np.int64))
-
-
-cdef inline const index_t* _row_indices(const offset_t[::1] indptr, const index_t* indices,
-                                        Py_ssize_t row) noexcept nogil:
-    """Return a pointer to the first column index of CSR row `row`."""
-    return indices + indptr[row] if indices != NULL else NULL
-
-
-cdef inline const float32_t* _row_values(const offset_t[::1] indptr, const float32_t* values,
-                                         Py_ssize_t row) noexcept nogil:
-    """Return a pointer to the first stored value of CSR row `row`."""
-    return values + indptr[row] if values != NULL else NULL
 
 
 cdef class LOMTreeBuilder:
@@ -328,36 +317,33 @@ cdef class LOMTreeBuilder:
             node = self._train_node(node, stats, indices, values, nnz)
         self.n_examples_seen += 1
 
-    def learn(self, indptr, indices, data, labels, order):
+    def learn(self, X, labels, order):
         """Train on the rows ``order[0], order[1], ...`` of a CSR matrix, in that order.
 
         Every argument is trusted (the estimator made or checked it).
 
         Parameters
         ----------
-        indptr, indices, data : numpy.ndarray
-            CSR arrays (int64, int32, float32) of a matrix from
-            ``check_features`` with ``n_features`` columns.
+        X : scipy.sparse.csr_matrix
+            Features from ``check_features`` with ``n_features`` columns
+            (see ``_sparse.pxd``).
         labels : numpy.ndarray of int32
             Class id of every row, in ``[0, n_classes)``.
         order : numpy.ndarray of int64
             Row ids to visit, in ``[0, n_rows)``; rows may repeat.
         """
-        cdef const offset_t[::1] ptr = indptr
+        cdef CSRView rows = csr_view(X)
         cdef const index_t[::1] y = labels
-        cdef const int64_t[::1] rows = order
-        cdef const index_t* all_indices = _data_pointer_i(indices)
-        cdef const float32_t* all_values = _data_pointer_f(data)
+        cdef const int64_t[::1] visits = order
         cdef Py_ssize_t i
-        cdef int64_t row
+        cdef index_t row
         self.ranking = None
         self.margins = None
         with nogil:
-            for i in range(rows.shape[0]):
-                row = rows[i]
-                self._learn_one(_row_indices(ptr, all_indices, row),
-                                _row_values(ptr, all_values, row),
-                                <index_t>(ptr[row + 1] - ptr[row]), y[row])
+            for i in range(visits.shape[0]):
+                row = <index_t>visits[i]
+                self._learn_one(row_indices(&rows, row), row_values(&rows, row),
+                                row_nnz(&rows, row), y[row])
 
     # ------------------------------------------------------------------ prediction
 
@@ -421,7 +407,7 @@ cdef class LOMTreeBuilder:
         self._beam_search(indices, values, nnz, width, scale, margins, work)
         return work[0].node
 
-    def leaves(self, indptr, indices, data, int beam_width=1, double beam_scale=1.0):
+    def leaves(self, X, int beam_width=1, double beam_scale=1.0):
         """Return the leaf id (int32) reached by every row of a CSR matrix.
 
         ``beam_width`` > 1 selects the leaf by beam search with routing
@@ -431,24 +417,21 @@ cdef class LOMTreeBuilder:
         scale > 0).
         """
         cdef const float64_t[::1] margins = self._cached_margins()
-        cdef const offset_t[::1] ptr = indptr
-        cdef const index_t* all_indices = _data_pointer_i(indices)
-        cdef const float32_t* all_values = _data_pointer_f(data)
-        out = np.empty(ptr.shape[0] - 1, dtype=np.int32)
+        cdef CSRView rows = csr_view(X)
+        out = np.empty(rows.n_rows, dtype=np.int32)
         cdef index_t[::1] leaf = out
         cdef unsigned char[::1] work_bytes = _beam_buffer(1, beam_width)
         cdef BeamEntry* work = <BeamEntry*>&work_bytes[0]
-        cdef Py_ssize_t row
+        cdef index_t row
         with nogil:
-            for row in range(leaf.shape[0]):
-                leaf[row] = self._route(_row_indices(ptr, all_indices, row),
-                                        _row_values(ptr, all_values, row),
-                                        <index_t>(ptr[row + 1] - ptr[row]), beam_width,
+            for row in range(rows.n_rows):
+                leaf[row] = self._route(row_indices(&rows, row), row_values(&rows, row),
+                                        row_nnz(&rows, row), beam_width,
                                         beam_scale, &margins[0], work)
         return out
 
-    def predict_topk(self, indptr, indices, data, int k, int n_threads=1, int beam_width=1,
-                     double beam_scale=1.0):
+    def predict_top_k(self, X, int k, int n_threads=1, int beam_width=1,
+                      double beam_scale=1.0):
         """Top-k classes of every row from the class histogram of its leaf.
 
         With ``beam_width`` > 1 the classes come from the probability-weighted
@@ -471,7 +454,7 @@ cdef class LOMTreeBuilder:
         labels : numpy.ndarray of int32, shape (n_rows, k)
         scores : numpy.ndarray of float32, shape (n_rows, k)
         """
-        cdef const offset_t[::1] ptr = indptr
+        cdef CSRView rows = csr_view(X)
         cdef unsigned char[::1] work_bytes = _beam_buffer(n_threads, beam_width)
         cdef BeamEntry* work = <BeamEntry*>&work_bytes[0]
         # Per-thread mixture accumulators; all-zero between rows.
@@ -486,9 +469,7 @@ cdef class LOMTreeBuilder:
         cdef const int64_t[::1] rank_ptr = rank_ptr_array
         cdef const index_t[::1] rank_label = rank_label_array
         cdef const float32_t[::1] rank_score = rank_score_array
-        cdef const index_t* all_indices = _data_pointer_i(indices)
-        cdef const float32_t* all_values = _data_pointer_f(data)
-        n_rows = ptr.shape[0] - 1
+        n_rows = rows.n_rows
         labels_out = np.full((n_rows, k), -1, dtype=np.int32)
         scores_out = np.zeros((n_rows, k), dtype=np.float32)
         cdef index_t[:, ::1] top_labels = labels_out
@@ -502,16 +483,14 @@ cdef class LOMTreeBuilder:
         with nogil, parallel(num_threads=n_threads):
             for row in prange(n_rows, schedule="static"):
                 if beam_width == 1:
-                    leaf = self._descend(_row_indices(ptr, all_indices, row),
-                                         _row_values(ptr, all_values, row),
-                                         <index_t>(ptr[row + 1] - ptr[row]))
+                    leaf = self._descend(row_indices(&rows, row), row_values(&rows, row),
+                                         row_nnz(&rows, row))
                     filled = 0
                 else:
                     thread = threadid()
                     beam = work + 3 * beam_width * thread
-                    n_beam = self._beam_search(_row_indices(ptr, all_indices, row),
-                                               _row_values(ptr, all_values, row),
-                                               <index_t>(ptr[row + 1] - ptr[row]), beam_width,
+                    n_beam = self._beam_search(row_indices(&rows, row), row_values(&rows, row),
+                                               row_nnz(&rows, row), beam_width,
                                                beam_scale, &margins[0], beam)
                     leaf = beam[0].node
                     filled = self._mix_histograms(
@@ -825,15 +804,3 @@ def _node_totals(ptr, reached):
     """Sum of ``reached`` over each node's entries (0 for nodes without entries)."""
     cumulative = np.concatenate(([0], np.cumsum(reached, dtype=np.int64)))
     return np.diff(cumulative[ptr])
-
-
-cdef const index_t* _data_pointer_i(array):
-    """Address of the first element of an int32 array, NULL when it is empty."""
-    cdef const index_t[::1] view = array
-    return &view[0] if view.shape[0] > 0 else NULL
-
-
-cdef const float32_t* _data_pointer_f(array):
-    """Address of the first element of a float32 array, NULL when it is empty."""
-    cdef const float32_t[::1] view = array
-    return &view[0] if view.shape[0] > 0 else NULL

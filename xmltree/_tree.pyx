@@ -42,6 +42,7 @@ cdef extern from *:
     void prefetch "XMLTREE_PREFETCH" (const void* address) noexcept nogil
 
 from ._routing cimport route
+from ._sparse cimport CSRView, csr_view
 from ._types cimport float32_t, float64_t, index_t, offset_t
 
 from ._validation import check_csr_structure, check_features
@@ -264,13 +265,6 @@ def _check_histograms(tree, is_leaf, leaf_scores):
 # Internal structs
 # --------------------------------------------------------------------------
 
-cdef struct CsrRows:
-    # Raw views of a validated CSR feature matrix (see `csr_rows`).
-    const offset_t* indptr       # (n_samples + 1,) row pointers
-    const index_t* indices       # sorted feature ids within each row
-    const float32_t* values      # feature values
-
-
 cdef struct RowBuffer:
     # One thread's growing output of (label, score) pairs for predict_scores.
     index_t* labels      # label ids, sorted within each row
@@ -437,7 +431,7 @@ cdef class Forest:
         labels = np.full((X.shape[0], k), -1, dtype=np.int32)
         scores = np.zeros((X.shape[0], k), dtype=np.float32)
         cdef index_t heap_size = min(k, self.n_labels)
-        cdef CsrRows rows = csr_rows(X)
+        cdef CSRView rows = csr_view(X)
         cdef Scratch* scratches = allocate_scratch(&self.arrays, n_threads, heap_size)
         cdef index_t[:, ::1] labels_view = labels
         cdef float32_t[:, ::1] scores_view = scores
@@ -495,7 +489,7 @@ cdef class Forest:
         cdef index_t[::1] row_thread_view = row_thread
         cdef offset_t[::1] row_start_view = row_start
         cdef offset_t[::1] row_nnz_view = row_nnz
-        cdef CsrRows rows = csr_rows(X)
+        cdef CSRView rows = csr_view(X)
         cdef Scratch* scratches = allocate_scratch(&self.arrays, n_threads, 1)
         cdef RowBuffer* buffers = <RowBuffer*>calloc(n_threads, sizeof(RowBuffer))
         cdef index_t block, first, n_rows, k, thread
@@ -551,7 +545,7 @@ cdef class Forest:
             X = check_features(X, n_features=self.n_features)
         counts = np.zeros((X.shape[0], self.arrays.n_trees), dtype=np.int32)
         cdef index_t[:, ::1] counts_view = counts
-        cdef CsrRows rows = csr_rows(X)
+        cdef CSRView rows = csr_view(X)
         cdef Scratch* scratches = allocate_scratch(&self.arrays, n_threads, 1)
         cdef index_t block, first, n_rows, j, tree, n_samples = X.shape[0]
         cdef index_t rows_per_block = block_rows(n_samples, n_threads)
@@ -574,23 +568,6 @@ cdef class Forest:
         finally:
             free_scratch(scratches, n_threads)
         return counts
-
-cdef CsrRows csr_rows(X):
-    """Raw pointers into the arrays of a CSR matrix from ``check_features``.
-
-    The matrix must stay referenced while the pointers are used. Empty
-    `indices`/`data` give NULL pointers, never dereferenced since every row
-    is then empty.
-    """
-    cdef const offset_t[::1] indptr = X.indptr
-    cdef const index_t[::1] indices = X.indices
-    cdef const float32_t[::1] values = X.data
-    cdef CsrRows rows
-    rows.indptr = &indptr[0]
-    rows.indices = &indices[0] if indices.shape[0] else NULL
-    rows.values = &values[0] if values.shape[0] else NULL
-    return rows
-
 
 cdef index_t block_rows(index_t n_samples, int n_threads) noexcept nogil:
     """Rows per descent block: at most BLOCK_SIZE, and close to equal blocks
@@ -755,7 +732,7 @@ cdef void free_scratch(Scratch* scratches, int n_threads) noexcept nogil:
 # Descent kernels
 # --------------------------------------------------------------------------
 
-cdef bint gather_block_features(const ForestArrays* f, Scratch* s, const CsrRows* rows,
+cdef bint gather_block_features(const ForestArrays* f, Scratch* s, const CSRView* rows,
                                 index_t first, index_t n_rows) noexcept nogil:
     """Copy the features of examples ``first .. first + n_rows - 1`` as
     offsets into a node block (``feature_slot * arity``) and float64 values,
@@ -1040,7 +1017,7 @@ cdef offset_t store_tree_leaves(Scratch* s, index_t tree, index_t n_rows,
     return used
 
 
-cdef void descend_block(const ForestArrays* f, Scratch* s, const CsrRows* rows,
+cdef void descend_block(const ForestArrays* f, Scratch* s, const CSRView* rows,
                         index_t first, index_t n_rows) noexcept nogil:
     """Record the leaves examples ``first .. first + n_rows - 1`` reach in
     every tree (``n_rows <= BLOCK_SIZE``).

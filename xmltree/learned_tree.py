@@ -206,6 +206,9 @@ class LearnedTree(Estimator):
             Y = sp.csr_matrix((np.ones(n_samples, dtype=np.float32), codes.astype(np.int32),
                                np.arange(n_samples + 1, dtype=np.int64)),
                               shape=(n_samples, self.classes_.shape[0]))
+            # scipy may shrink the index dtypes; the kernels read int64 / int32.
+            Y.indptr = Y.indptr.astype(np.int64, copy=False)
+            Y.indices = Y.indices.astype(np.int32, copy=False)
         empty = np.flatnonzero(np.diff(Y.indptr) == 0)
         if empty.size:
             raise DataFormatError(f"y: row {int(empty[0])} has no label")
@@ -295,9 +298,6 @@ class LearnedTree(Estimator):
     def _train(self, X: sp.csr_matrix, Y: sp.csr_matrix, seed: int) -> None:
         n = X.shape[0]
         total = self.epochs * n
-        rows = (X.indptr, X.indices, X.data)
-        label_indptr = Y.indptr.astype(np.int64)
-        label_indices = Y.indices.astype(np.int32)
         stats = self._new_stats() if self.tree == "learned" else None
         squares = None
         if self.optimizer == "adagrad":
@@ -309,7 +309,7 @@ class LearnedTree(Estimator):
                 order = _kernels.random_permutation(n, seed + epoch)
             lo, hi = start - epoch * n, end - epoch * n
             loss = _kernels.train_epoch_part(
-                self._model_arrays(), rows, label_indptr, label_indices, order[lo:hi],
+                self._model_arrays(), X, Y, order[lo:hi],
                 float(self.learning_rate), start / total, end / total, stats,
                 int(self.n_jobs), seed ^ (start * 0x9E3779B9 + 1), squares)
             self.train_loss_.append(loss / max(hi - lo, 1))
@@ -357,10 +357,9 @@ class LearnedTree(Estimator):
         if not hasattr(self, "tree_"):
             raise NotFittedError("this LearnedTree is not fitted; call fit first")
 
-    def _rows(self, X) -> tuple:
+    def _rows(self, X) -> sp.csr_matrix:
         self._check_fitted()
-        X = self._features(X, fitting=False)
-        return X.indptr, X.indices, X.data
+        return self._features(X, fitting=False)
 
     def predict_topk(self, X, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """Return the k most likely label indices and their log-probabilities.
@@ -399,9 +398,9 @@ class LearnedTree(Estimator):
         """Return log p(y_i | x_i) of every sample (one label per sample)."""
         rows = self._rows(X)
         targets = self._label_indices(y)
-        if targets.shape[0] != rows[0].shape[0] - 1:
+        if targets.shape[0] != rows.shape[0]:
             raise DataFormatError(f"y: has {targets.shape[0]} labels but X has "
-                                  f"{rows[0].shape[0] - 1} rows")
+                                  f"{rows.shape[0]} rows")
         return _kernels.log_likelihood(self._model_arrays(), rows, targets, int(self.n_jobs))
 
     def score(self, X, y) -> float:

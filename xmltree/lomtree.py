@@ -188,7 +188,7 @@ class LOMTree(Estimator):
             order = np.concatenate([rng.permutation(n) for _ in range(self.epochs)])
         else:
             order = np.tile(np.arange(n, dtype=np.int64), self.epochs)
-        self._builder.learn(X.indptr, X.indices, X.data, encoded, order)
+        self._builder.learn(X, encoded, order)
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("LOMTree fitted: %s", self.tree_statistics())
         return self
@@ -224,8 +224,7 @@ class LOMTree(Estimator):
                                                           self.classes_):
                 raise ValueError("classes differ from those of the first partial_fit call")
             encoded = _encode(self.classes_, labels)
-        self._builder.learn(X.indptr, X.indices, X.data, encoded,
-                            np.arange(X.shape[0], dtype=np.int64))
+        self._builder.learn(X, encoded, np.arange(X.shape[0], dtype=np.int64))
         return self
 
     # ------------------------------------------------------------------ prediction
@@ -272,8 +271,7 @@ class LOMTree(Estimator):
         if not (isinstance(k, numbers.Integral) and 1 <= k <= n_classes):
             raise ValueError(f"k must be an integer in [1, {n_classes}], got {k!r}")
         X = self._check_X(X, first=False)
-        ids, scores = self._builder.predict_topk(X.indptr, X.indices, X.data, int(k),
-                                                 self.n_jobs, *self._beam())
+        ids, scores = self._builder.predict_top_k(X, int(k), self.n_jobs, *self._beam())
         missing_rows = np.flatnonzero(ids[:, -1] < 0)
         for row in missing_rows:  # only when some class was never seen in training
             listed = ids[row][ids[row] >= 0]
@@ -285,7 +283,7 @@ class LOMTree(Estimator):
         """Return the id of each sample's leaf (int32): the most probable one of the beam."""
         self._check_fitted()
         X = self._check_X(X, first=False)
-        return self._builder.leaves(X.indptr, X.indices, X.data, *self._beam())
+        return self._builder.leaves(X, *self._beam())
 
     def _beam(self) -> tuple[int, float]:
         """Return the checked ``(beam_width, beam_scale)``.
