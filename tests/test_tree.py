@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from xmltree._tree import TREE_ARRAYS, Forest, check_tree, routing_threshold
+from xmltree._flat_tree import TREE_ARRAYS, check_tree, routing_threshold
+from xmltree._tree import Forest
 from xmltree.exceptions import DataFormatError, ModelFormatError
 
 # ----------------------------------------------------------------------

@@ -62,6 +62,8 @@ from ._routing cimport route
 from ._sparse cimport CSRView, csr_view
 from ._types cimport float32_t, float64_t, index_t, offset_t
 
+from ._flat_tree import ROUTING_THRESHOLDS
+
 cnp.import_array()
 
 #: Two objective values closer than this are a tie (symmetric subsets must tie
@@ -69,10 +71,7 @@ cnp.import_array()
 cdef float64_t TIE_TOLERANCE = 1e-12
 #: Width of the uniform interval the initial biases are drawn from.
 cdef float64_t INIT_BIAS_SPREAD = 0.02
-#: Largest supported arity: the direction search enumerates 2^M - 1 subsets.
-MAX_ARITY = 16
 _OPTIMIZERS = {"sgd": OPTIMIZER_SGD, "nag": OPTIMIZER_NAG}
-_ROUTING_THRESHOLDS = {"margin": 0.5, "sigmoid": 0.0}
 
 
 cdef inline float64_t clamp_unit(float64_t z) noexcept nogil:
@@ -107,7 +106,7 @@ cdef class NodeTrainer:
         self.settings.learning_rate = learning_rate
         self.settings.optimizer = _OPTIMIZERS[optimizer]
         self.settings.sigmoid_routing = routing == "sigmoid"
-        self.settings.threshold = _ROUTING_THRESHOLDS[routing]
+        self.settings.threshold = ROUTING_THRESHOLDS[routing]
         self.settings.weight_threshold = weight_threshold
         if max_weights is None:
             # No floor under the per-example budget, or no cap at all.
@@ -670,7 +669,7 @@ def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, l
     Y : scipy.sparse.csr_matrix of shape (n_samples, n_labels)
         Binary labels, same layout and rows as ``X``.
     arity : int
-        Children per internal node, M (2 to ``MAX_ARITY``).
+        Children per internal node, M (2 to ``xmltree._flat_tree.MAX_ARITY``).
     max_nodes : int
         Node budget, >= 1: a node is expanded only while ``n_nodes + arity <= max_nodes``.
     epochs : int

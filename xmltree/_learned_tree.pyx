@@ -20,6 +20,7 @@ from libc.stdlib cimport free, malloc
 
 from ._random cimport rng_below, rng_seed, rng_shuffle, rng_uniform
 from ._sparse cimport CSRView, csr_view, row_nnz
+from ._top_k cimport offer_top_k, sort_top_k
 
 # Slot code of an empty child (xmltree.label_tree.EMPTY).
 cdef index_t EMPTY = -1
@@ -381,20 +382,6 @@ def train_epoch_part(tuple model_arrays, X, Y,
 # Prediction
 # ---------------------------------------------------------------------------
 
-cdef void insert_best(index_t label, float64_t score, index_t k, index_t* labels,
-                      float64_t* scores) noexcept nogil:
-    """Insert (label, score) into the k best so far, kept sorted decreasingly."""
-    cdef index_t i = k - 1
-    if score <= scores[k - 1]:
-        return
-    while i > 0 and scores[i - 1] < score:
-        scores[i] = scores[i - 1]
-        labels[i] = labels[i - 1]
-        i -= 1
-    scores[i] = score
-    labels[i] = label
-
-
 cdef void sort_slots(const float64_t* probas, index_t* slots, index_t n) noexcept nogil:
     """Sort `slots[:n]` by increasing probability (insertion sort, n <= arity)."""
     cdef index_t i, j, slot
@@ -412,23 +399,22 @@ cdef void top_k_example(const Model* model, const CSRView* rows, index_t row, in
                         index_t* slots, index_t* labels, float64_t* scores) noexcept nogil:
     """Branch-and-bound depth-first search for the k most likely labels.
 
-    A node whose path log-probability is not above the k-th best leaf found
-    so far cannot lead to a better leaf (probabilities only shrink along a
-    path), so its subtree is pruned. Children are explored best first.
+    A node whose path log-probability is below the k-th best leaf found so
+    far cannot lead to a better leaf (probabilities only shrink along a
+    path), so its subtree is pruned. Children are explored best first. The
+    output row (`labels`, `scores`, filled with -1 and -inf by the caller)
+    is the top-k heap of ``_top_k.pxd``, so ties go to the smaller label id.
     """
-    cdef index_t i, j, code, node, top = 1, n_internal, arity = model.arity
+    cdef index_t i, j, code, node, top = 1, n_internal, arity = model.arity, size = 0
     cdef float64_t score, child_score
     embed_mean(model, rows, row, scratch.hidden)
-    for i in range(k):
-        labels[i] = -1
-        scores[i] = -INFINITY
     stack_nodes[0] = 0
     stack_scores[0] = 0.0
     while top > 0:
         top -= 1
         node = stack_nodes[top]
         score = stack_scores[top]
-        if score <= scores[k - 1]:
+        if size == k and score < scores[0]:
             continue
         node_softmax(model, node, scratch.hidden, scratch.probas)
         n_internal = 0
@@ -437,10 +423,10 @@ cdef void top_k_example(const Model* model, const CSRView* rows, index_t row, in
             if code == EMPTY:
                 continue
             child_score = score + safe_log(scratch.probas[j])
-            if child_score <= scores[k - 1]:
+            if size == k and child_score < scores[0]:
                 continue
             if code < EMPTY:
-                insert_best(-code - 2, child_score, k, labels, scores)
+                size = offer_top_k(labels, scores, size, k, -code - 2, child_score)
             else:
                 slots[n_internal] = j
                 n_internal += 1
@@ -450,6 +436,7 @@ cdef void top_k_example(const Model* model, const CSRView* rows, index_t row, in
             stack_nodes[top] = model.children[<offset_t>node * arity + j]
             stack_scores[top] = score + safe_log(scratch.probas[j])
             top += 1
+    sort_top_k(labels, scores, size, labels, scores)
 
 
 def predict_top_k(tuple model_arrays, X, int k, int n_jobs):

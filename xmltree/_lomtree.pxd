@@ -89,7 +89,8 @@ cdef class LOMTreeBuilder:
     cdef int _mix_histograms(self, const BeamEntry* beam, int n_beam, const int64_t* rank_ptr,
                              const index_t* rank_label, const float32_t* rank_score, int k,
                              float64_t* mass, unsigned char* listed, index_t* touched,
-                             index_t* out_labels, float32_t* out_scores) noexcept nogil
+                             float64_t* best, index_t* out_labels,
+                             float32_t* out_scores) noexcept nogil
     cdef void _fill_ranking(self, index_t leaf, const int64_t* rank_ptr,
                             const index_t* rank_label, const float32_t* rank_score, int k,
                             int filled, index_t* out_labels, float32_t* out_scores) noexcept nogil

@@ -44,6 +44,7 @@ from libcpp.vector cimport vector
 from ._optim cimport OPTIMIZER_NAG, OPTIMIZER_SGD, Regressor, nag_margin_step, regressor_step
 from ._optim cimport score, sgd_margin_step
 from ._sparse cimport CSRView, csr_view, row_indices, row_nnz, row_values
+from ._top_k cimport offer_top_k, sort_top_k
 from ._types cimport float32_t, float64_t, index_t, offset_t
 
 #: Names of the optimisers accepted by :class:`LOMTreeBuilder`.
@@ -462,6 +463,7 @@ cdef class LOMTreeBuilder:
         cdef float64_t[:, ::1] mass = np.zeros((n_threads, n_mixed))
         cdef unsigned char[:, ::1] listed = np.zeros((n_threads, n_mixed), dtype=np.uint8)
         cdef index_t[:, ::1] touched = np.empty((n_threads, n_mixed), dtype=np.int32)
+        cdef float64_t[:, ::1] best = np.zeros((n_threads, k))
         if self.ranking is None:
             self.ranking = self._ranked_histograms()
         rank_ptr_array, rank_label_array, rank_score_array = self.ranking
@@ -496,7 +498,7 @@ cdef class LOMTreeBuilder:
                     filled = self._mix_histograms(
                         beam, n_beam, &rank_ptr[0], &rank_label[0], &rank_score[0], k,
                         &mass[thread, 0], &listed[thread, 0], &touched[thread, 0],
-                        &top_labels[row, 0], &top_scores[row, 0])
+                        &best[thread, 0], &top_labels[row, 0], &top_scores[row, 0])
                 self._fill_ranking(leaf, &rank_ptr[0], &rank_label[0], &rank_score[0], k,
                                    filled, &top_labels[row, 0], &top_scores[row, 0])
         return labels_out, scores_out
@@ -504,15 +506,17 @@ cdef class LOMTreeBuilder:
     cdef int _mix_histograms(self, const BeamEntry* beam, int n_beam, const int64_t* rank_ptr,
                              const index_t* rank_label, const float32_t* rank_score, int k,
                              float64_t* mass, unsigned char* listed, index_t* touched,
-                             index_t* out_labels, float32_t* out_scores) noexcept nogil:
+                             float64_t* best, index_t* out_labels,
+                             float32_t* out_scores) noexcept nogil:
         """Write the k classes of largest mixture share of the beam's leaves; return how many.
 
         `mass` and `listed` (one slot per class) are all zero on entry and on
-        return; `touched` is scratch space of the same length.
+        return; `touched` is scratch space of the same length, `best` of k
+        (the shares of the top-k heap, ``_top_k.pxd``).
         """
         cdef float64_t total = 0.0
         cdef float64_t weight
-        cdef int i, position, slot
+        cdef int i
         cdef int n_touched = 0
         cdef int filled = 0
         cdef index_t node, label
@@ -531,24 +535,11 @@ cdef class LOMTreeBuilder:
                     touched[n_touched] = label
                     n_touched += 1
                 mass[label] += weight * rank_score[entry]
-        for i in range(n_touched):  # insertion into the top k: larger mass, then smaller id
-            label = touched[i]
-            position = filled
-            while position > 0 and (mass[out_labels[position - 1]] < mass[label] or (
-                    mass[out_labels[position - 1]] == mass[label]
-                    and out_labels[position - 1] > label)):
-                position -= 1
-            if position >= k:
-                continue
-            slot = filled if filled < k else k - 1
-            while slot > position:
-                out_labels[slot] = out_labels[slot - 1]
-                slot -= 1
-            out_labels[position] = label
-            if filled < k:
-                filled += 1
+        for i in range(n_touched):
+            filled = offer_top_k(out_labels, best, filled, k, touched[i], mass[touched[i]])
+        sort_top_k(out_labels, best, filled, out_labels, best)
         for i in range(filled):
-            out_scores[i] = <float32_t>mass[out_labels[i]]
+            out_scores[i] = <float32_t>best[i]
         for i in range(n_touched):
             mass[touched[i]] = 0.0
             listed[touched[i]] = 0

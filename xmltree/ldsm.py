@@ -25,8 +25,9 @@ import scipy.sparse as sp
 from tqdm.auto import tqdm
 
 from ._base import Estimator, check_choice, check_int, check_real, check_seed, is_int, n_threads
+from ._flat_tree import LEAF_AGGREGATIONS, LEAF_SCORES, MAX_ARITY, ROUTING_THRESHOLDS, TREE_ARRAYS
 from ._streaming import predict_xc_file
-from ._tree import LEAF_AGGREGATIONS, LEAF_SCORES, TREE_ARRAYS, Forest
+from ._tree import Forest
 from ._validation import check_features, check_labels, take_rows
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 from .rerank import STATE_PREFIX as RERANK_PREFIX
@@ -37,9 +38,6 @@ __all__ = ["LdSM", "NotFittedError", "merge"]
 logger = logging.getLogger(__name__)
 
 _OPTIMIZERS = ("nag", "sgd")
-_ROUTINGS = ("margin", "sigmoid")
-#: The subset search at each node enumerates 2^M - 1 directions.
-_MAX_ARITY = 8
 
 
 class LdSM(Estimator):
@@ -156,7 +154,7 @@ class LdSM(Estimator):
         Number of labels seen by :meth:`fit`.
     trees_ : list of dict
         One flat tree per member, as read-only NumPy arrays (see
-        ``xmltree._tree.TREE_ARRAYS``).
+        ``xmltree._flat_tree.TREE_ARRAYS``).
     n_nodes_, n_leaves_, depth_ : numpy.ndarray of int, shape (n_trees,)
         Size, leaf count and maximum depth of each tree.
     reranker_ : xmltree.rerank.Reranker or None
@@ -206,7 +204,7 @@ class LdSM(Estimator):
         """
         params = self.get_params()
         check_int("n_trees", params["n_trees"], 1)
-        check_int("arity", params["arity"], 2, _MAX_ARITY)
+        check_int("arity", params["arity"], 2, MAX_ARITY)
         check_int("max_nodes", params["max_nodes"], 1)
         check_int("epochs", params["epochs"], 1)
         check_real("lambda1", params["lambda1"], 0.0, strict=False)
@@ -220,7 +218,7 @@ class LdSM(Estimator):
             check_real("max_weights_per_example", params["max_weights_per_example"], 0.0,
                        strict=True)
         check_choice("optimizer", params["optimizer"], _OPTIMIZERS)
-        check_choice("routing", params["routing"], _ROUTINGS)
+        check_choice("routing", params["routing"], ROUTING_THRESHOLDS)
         check_choice("leaf_scores", params["leaf_scores"], LEAF_SCORES)
         check_choice("leaf_aggregation", params["leaf_aggregation"], LEAF_AGGREGATIONS)
         make_reranker(params["rerank"])
