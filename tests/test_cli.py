@@ -144,7 +144,7 @@ def test_logistic_tail_scorer_from_the_command_line(tmp_path, split_files):
     ("alpha=2", "rerank: alpha must be in"),
     ("method=harmonic", "rerank: method must be one of"),
     ("tail_scorer=logit", "rerank: tail_scorer must be one of"),
-    ("logistic_penalty=0", "rerank: logistic_penalty must be in"),
+    ("logistic_penalty=0", "rerank: logistic_penalty must be a finite number > 0"),
     ("logistic_penalty=strong", "logistic_penalty: expected a value of type float"),
 ])
 def test_bad_rerank_params_are_refused_before_training(tmp_path, split_files, capsys, param,

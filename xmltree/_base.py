@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import joblib
 import numpy as np
@@ -18,7 +19,8 @@ from ._persistence import ModelFile, load_model, save_model
 from .exceptions import NotFittedError
 
 __all__ = [
-    "Estimator", "is_int", "check_int", "check_real", "check_choice", "check_seed", "n_threads",
+    "Estimator", "is_int", "check_int", "check_real", "check_choice", "check_bool", "check_seed",
+    "n_threads", "warn_renamed",
 ]
 
 
@@ -178,29 +180,43 @@ def is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def check_int(name: str, value, low: int, high: int | None = None) -> None:
-    """Raise ``ValueError`` unless ``value`` is an integer in ``[low, high]``."""
+def check_int(name: str, value, low: int, high: int | None = None) -> int:
+    """Return ``value`` as an int; ``ValueError`` unless it is an integer in ``[low, high]``."""
     if not is_int(value) or value < low or (high is not None and value > high):
         allowed = f">= {low}" if high is None else f"in [{low}, {high}]"
         raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
+    return int(value)
 
 
-def check_real(name: str, value, low: float, *, strict: bool) -> None:
-    """Raise ``ValueError`` unless ``value`` is a finite number above ``low``.
+def check_real(name: str, value, low: float, high: float = math.inf, *,
+               strict: bool = False) -> float:
+    """Return ``value`` as a float; ``ValueError`` unless it is finite and in range.
 
-    ``strict`` chooses ``value > low`` over ``value >= low``.
+    The range is ``[low, high]``, or ``(low, high]`` with ``strict``.
     """
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
     ok = ok and math.isfinite(value) and (value > low if strict else value >= low)
-    if not ok:
-        relation = ">" if strict else ">="
-        raise ValueError(f"{name} must be a finite number {relation} {low}, got {value!r}")
+    if not (ok and value <= high):
+        if high == math.inf:
+            allowed = f"a finite number {'>' if strict else '>='} {low}"
+        else:
+            allowed = f"in {'(' if strict else '['}{low}, {high}]"
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    return float(value)
 
 
-def check_choice(name: str, value, choices) -> None:
-    """Raise ``ValueError`` unless ``value`` is one of ``choices``."""
+def check_choice(name: str, value, choices):
+    """Return ``value``; ``ValueError`` unless it is one of ``choices``."""
     if value not in choices:
         raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+    return value
+
+
+def check_bool(name: str, value) -> bool:
+    """Return ``value`` as a bool; ``ValueError`` unless it is True or False."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def check_seed(value) -> None:
@@ -220,3 +236,9 @@ def n_threads(n_jobs) -> int:
     if n_jobs is not None and (not is_int(n_jobs) or n_jobs == 0):
         raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
     return max(1, joblib.effective_n_jobs(n_jobs))
+
+
+def warn_renamed(old: str, new: str) -> None:
+    """Warn that the public name `old` is now `new` (the old one goes in the next release)."""
+    warnings.warn(f"{old} is deprecated and will be removed in the next release of xmltree; "
+                  f"use {new} instead", FutureWarning, stacklevel=3)

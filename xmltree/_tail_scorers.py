@@ -24,8 +24,6 @@ names so that an estimator can keep them beside its own in one model file.
 from __future__ import annotations
 
 import logging
-import math
-from numbers import Integral, Real
 
 import numpy as np
 import scipy.linalg
@@ -34,6 +32,7 @@ import scipy.sparse as sp
 import scipy.special
 
 from . import _rerank
+from ._base import check_bool, check_choice, check_int, check_real
 from ._validation import check_csr_structure, check_features, check_labels
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 
@@ -66,38 +65,6 @@ STATE_PREFIX = "rerank."
 
 
 # ----------------------------------------------------------------------------- checks
-
-
-def _check_real(value, name: str, low: float, high: float, *, low_open: bool = False) -> float:
-    """Return ``value`` as a float in ``[low, high]`` (``(low, high]`` if `low_open`)."""
-    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite real number, got {value!r}")
-    too_low = value <= low if low_open else value < low
-    if too_low or value > high:
-        interval = f"{'(' if low_open else '['}{low}, {high}]"
-        raise ValueError(f"{name} must be in {interval}, got {value!r}")
-    return float(value)
-
-
-def _check_gamma(gamma) -> float:
-    """Return the tail classifier's sharpness as a finite float > 0."""
-    return _check_real(gamma, "gamma", 0.0, math.inf, low_open=True)
-
-
-def _check_penalty(value, name: str = "penalty") -> float:
-    """Return a linear tail scorer's penalty as a finite float > 0."""
-    return _check_real(value, name, 0.0, math.inf, low_open=True)
-
-
-def _check_tail_settings(feature_weighting, unit_centroids) -> tuple[str, bool]:
-    """Validate how :class:`TailScorer` builds its centroids."""
-    if feature_weighting not in FEATURE_WEIGHTINGS:
-        raise ValueError(
-            f"feature_weighting must be one of {FEATURE_WEIGHTINGS}, got {feature_weighting!r}"
-        )
-    if not isinstance(unit_centroids, (bool, np.bool_)):
-        raise ValueError(f"unit_centroids must be True or False, got {unit_centroids!r}")
-    return feature_weighting, bool(unit_centroids)
 
 
 def _check_candidate_labels(labels, n_labels: int | None = None) -> np.ndarray:
@@ -218,10 +185,10 @@ class TailScorer(_Scorer):
     def __init__(
         self, gamma: float = 2.0, feature_weighting: str = "idf", unit_centroids: bool = True
     ):
-        self.gamma = _check_gamma(gamma)
-        self.feature_weighting, self.unit_centroids = _check_tail_settings(
-            feature_weighting, unit_centroids
-        )
+        self.gamma = check_real("gamma", gamma, 0.0, strict=True)
+        self.feature_weighting = check_choice("feature_weighting", feature_weighting,
+                                              FEATURE_WEIGHTINGS)
+        self.unit_centroids = check_bool("unit_centroids", unit_centroids)
 
     def fit(self, X, Y, n_labels: int | None = None) -> TailScorer:
         """Compute the label centroids.
@@ -344,8 +311,9 @@ class _LinearTailScorer(_Scorer):
     _COEF_NAME = ""
 
     def __init__(self, penalty: float = 1.0, feature_weighting: str = "idf"):
-        self.penalty = _check_penalty(penalty)
-        self.feature_weighting, _ = _check_tail_settings(feature_weighting, True)
+        self.penalty = check_real("penalty", penalty, 0.0, strict=True)
+        self.feature_weighting = check_choice("feature_weighting", feature_weighting,
+                                              FEATURE_WEIGHTINGS)
 
     def fit(self, X, Y, n_labels: int | None = None):
         """Fit the weights of every label.
@@ -555,10 +523,8 @@ class LogisticTailScorer(_LinearTailScorer):
         max_iter: int = 300,
     ):
         super().__init__(penalty, feature_weighting)
-        self.tol = _check_real(tol, "tol", 0.0, 1.0, low_open=True)
-        if isinstance(max_iter, bool) or not isinstance(max_iter, Integral) or max_iter < 1:
-            raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
-        self.max_iter = int(max_iter)
+        self.tol = check_real("tol", tol, 0.0, 1.0, strict=True)
+        self.max_iter = check_int("max_iter", max_iter, 1)
         self.n_iter_ = 0
 
     @staticmethod

@@ -439,7 +439,7 @@ class LearnedTree(Estimator):
             arrays["classes_data"], arrays["classes_offsets"] = data, offsets
         params["has_vectorizer"] = self.vectorizer_ is not None
         if self.vectorizer_ is not None:
-            vec_params, vec_arrays = self.vectorizer_.get_state()
+            vec_params, vec_arrays = self.vectorizer_._get_state()
             params["vectorizer"] = vec_params
             arrays.update({f"vectorizer_{k}": v for k, v in vec_arrays.items()})
         return params, arrays
@@ -481,7 +481,7 @@ class LearnedTree(Estimator):
             if params.get("has_vectorizer"):
                 vec_arrays = {k[len("vectorizer_"):]: v for k, v in arrays.items()
                               if k.startswith("vectorizer_")}
-                model.vectorizer_ = TextVectorizer.from_state(params["vectorizer"], vec_arrays)
+                model.vectorizer_ = TextVectorizer._from_state(params["vectorizer"], vec_arrays)
                 if model.vectorizer_.n_features_ != embeddings.shape[0]:
                     raise ValueError("vocabulary size disagrees with the embeddings")
         except (KeyError, TypeError, ValueError) as exc:

@@ -75,23 +75,19 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Mapping
-from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
 
 from . import _rerank
-from ._base import Estimator
+from ._base import Estimator, check_bool, check_choice, check_int, check_real
 from ._tail_scorers import (
+    FEATURE_WEIGHTINGS,
     STATE_PREFIX,
     LogisticTailScorer,
     RidgeTailScorer,
     TailScorer,
     _check_candidate_labels,
-    _check_gamma,
-    _check_penalty,
-    _check_real,
-    _check_tail_settings,
     _state_array,
     check_points,
     check_rows_match,
@@ -122,28 +118,8 @@ TAIL_SCORERS = ("centroid", "ridge", "logistic")
 
 def _check_blend(method, alpha, beta) -> tuple[str, float, float]:
     """Validate the blend settings shared by :func:`rerank` and :class:`Reranker`."""
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    return (method, _check_real(alpha, "alpha", 0.0, 1.0), _check_real(beta, "beta", 0.0, 1.0))
-
-
-def _check_exponent(value) -> float:
-    """Return the inverse-propensity exponent as a finite float >= 0."""
-    return _check_real(value, "propensity_exponent", 0.0, math.inf)
-
-
-def _check_tail_scorer(tail_scorer) -> str:
-    """Validate the tail-classifier kind."""
-    if tail_scorer not in TAIL_SCORERS:
-        raise ValueError(f"tail_scorer must be one of {TAIL_SCORERS}, got {tail_scorer!r}")
-    return tail_scorer
-
-
-def _check_count(value, name: str) -> int:
-    """Return ``value`` as an int >= 1 (bools refused)."""
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
+    return (check_choice("method", method, METHODS), check_real("alpha", alpha, 0.0, 1.0),
+            check_real("beta", beta, 0.0, 1.0))
 
 
 # ----------------------------------------------------------------------------- candidates
@@ -387,18 +363,48 @@ class Reranker(Estimator):
         propensity_a: float = 0.55,
         propensity_b: float = 1.5,
     ):
-        self.method, self.alpha, self.beta = _check_blend(method, alpha, beta)
-        self.gamma = _check_gamma(gamma)
-        self.n_candidates = _check_count(n_candidates, "n_candidates")
-        self.feature_weighting, self.unit_centroids = _check_tail_settings(
-            feature_weighting, unit_centroids
-        )
-        self.tail_scorer = _check_tail_scorer(tail_scorer)
-        self.ridge_penalty = _check_penalty(ridge_penalty, "ridge_penalty")
-        self.logistic_penalty = _check_penalty(logistic_penalty, "logistic_penalty")
-        self.propensity_exponent = _check_exponent(propensity_exponent)
-        self.propensity_a = _check_real(propensity_a, "propensity_a", -math.inf, math.inf)
-        self.propensity_b = _check_real(propensity_b, "propensity_b", 0.0, math.inf, low_open=True)
+        self.method = method
+        self.alpha = alpha
+        self.beta = beta
+        self.gamma = gamma
+        self.n_candidates = n_candidates
+        self.feature_weighting = feature_weighting
+        self.unit_centroids = unit_centroids
+        self.tail_scorer = tail_scorer
+        self.ridge_penalty = ridge_penalty
+        self.logistic_penalty = logistic_penalty
+        self.propensity_exponent = propensity_exponent
+        self.propensity_a = propensity_a
+        self.propensity_b = propensity_b
+        # Checked at once as well as when used, so that an estimator's
+        # ``rerank={...}`` setting or a command line fails before training.
+        self._validate_params()
+
+    def _validate_params(self) -> dict:
+        """Check every setting (``set_params`` may have changed them); return them typed.
+
+        Raises
+        ------
+        ValueError
+            Naming the setting, its value and what is allowed.
+        """
+        method, alpha, beta = _check_blend(self.method, self.alpha, self.beta)
+        return {
+            "method": method, "alpha": alpha, "beta": beta,
+            "gamma": check_real("gamma", self.gamma, 0.0, strict=True),
+            "n_candidates": check_int("n_candidates", self.n_candidates, 1),
+            "feature_weighting": check_choice("feature_weighting", self.feature_weighting,
+                                              FEATURE_WEIGHTINGS),
+            "unit_centroids": check_bool("unit_centroids", self.unit_centroids),
+            "tail_scorer": check_choice("tail_scorer", self.tail_scorer, TAIL_SCORERS),
+            "ridge_penalty": check_real("ridge_penalty", self.ridge_penalty, 0.0, strict=True),
+            "logistic_penalty": check_real("logistic_penalty", self.logistic_penalty, 0.0,
+                                           strict=True),
+            "propensity_exponent": check_real("propensity_exponent", self.propensity_exponent,
+                                              0.0),
+            "propensity_a": check_real("propensity_a", self.propensity_a, -math.inf),
+            "propensity_b": check_real("propensity_b", self.propensity_b, 0.0, strict=True),
+        }
 
     def fit(self, X, Y, n_labels: int | None = None) -> Reranker:
         """Fit the tail classifier on the training data of the base model.
@@ -421,26 +427,11 @@ class Reranker(Estimator):
 
     def _fit(self, X: sp.csr_matrix, Y: sp.csr_matrix) -> Reranker:
         """:meth:`fit` on checked data (the path of the estimators that re-rank)."""
-        # Re-check settings that set_params may have changed since __init__.
-        self.gamma = _check_gamma(self.gamma)
-        self.propensity_a = _check_real(self.propensity_a, "propensity_a", -math.inf, math.inf)
-        self.propensity_b = _check_real(
-            self.propensity_b, "propensity_b", 0.0, math.inf, low_open=True
-        )
-        self.scorer_ = self._new_scorer()._fit(X, Y)
-        self.inverse_propensity_ = _propensity_weights(Y, self.propensity_a, self.propensity_b)
+        params = self._validate_params()
+        self.scorer_ = _new_scorer(params)._fit(X, Y)
+        self.inverse_propensity_ = _propensity_weights(Y, params["propensity_a"],
+                                                       params["propensity_b"])
         return self
-
-    def _new_scorer(self) -> TailScorer | RidgeTailScorer | LogisticTailScorer:
-        """An unfitted tail scorer with this re-ranker's (re-checked) settings."""
-        kind = _check_tail_scorer(self.tail_scorer)
-        if kind == "ridge":
-            penalty = _check_penalty(self.ridge_penalty, "ridge_penalty")
-            return RidgeTailScorer(penalty, self.feature_weighting)
-        if kind == "logistic":
-            penalty = _check_penalty(self.logistic_penalty, "logistic_penalty")
-            return LogisticTailScorer(penalty, self.feature_weighting)
-        return TailScorer(self.gamma, self.feature_weighting, self.unit_centroids)
 
     def rerank_predictions(self, X, labels, scores, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
         """Return the top `k` of the base model's candidates after re-ranking.
@@ -475,11 +466,11 @@ class Reranker(Estimator):
                 k: int) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`rerank_predictions` of checked points and candidate ids."""
         check_rows_match(X, labels)
-        k = _check_count(k, "k")
-        # Blend settings may have been changed with set_params: check them here.
-        method, alpha, beta = _check_blend(self.method, self.alpha, self.beta)
-        exponent = _check_exponent(self.propensity_exponent)
-        n_candidates = _check_count(self.n_candidates, "n_candidates")
+        k = check_int("k", k, 1)
+        # Blend settings may have been changed with set_params since fit.
+        params = self._validate_params()
+        method, alpha, beta = params["method"], params["alpha"], params["beta"]
+        exponent, n_candidates = params["propensity_exponent"], params["n_candidates"]
         scores = _check_candidate_scores(scores, labels)
         if method == "geometric":
             _check_geometric_scores(scores, labels)
@@ -500,7 +491,7 @@ class Reranker(Estimator):
         """Return JSON-able settings and ``STATE_PREFIX``-named arrays of a fitted re-ranker."""
         scorer = self.scorer_
         params = {
-            **{name: getattr(self, name) for name in _SETTINGS},
+            **self._json_params(),
             "n_features": int(scorer.n_features_),
             "n_labels": int(scorer.n_labels_),
         }
@@ -526,19 +517,28 @@ class Reranker(Estimator):
             shapes, a broken CSR structure, or non-finite values.
         """
         try:
-            reranker = cls(**{name: params[name] for name in _SETTINGS})
-            n_features = _check_count(params["n_features"], "n_features")
-            n_labels = _check_count(params["n_labels"], "n_labels")
+            reranker = cls(**{name: params[name] for name in cls._param_names()})
+            n_features = check_int("n_features", params["n_features"], 1)
+            n_labels = check_int("n_labels", params["n_labels"], 1)
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelFormatError(f"re-ranker settings are invalid ({exc})") from exc
         q = _state_array(arrays, "inverse_propensity", np.float64, (n_labels,))
         if not (np.all(np.isfinite(q)) and np.all(q > 0)):
             raise ModelFormatError("re-ranker inverse propensities: must be finite and > 0")
-        scorer = reranker._new_scorer()
+        scorer = _new_scorer(reranker._validate_params())
         scorer._load_arrays(arrays, n_features, n_labels)
         reranker.scorer_ = scorer
         reranker.inverse_propensity_ = q
         return reranker
+
+
+def _new_scorer(params: dict) -> TailScorer | RidgeTailScorer | LogisticTailScorer:
+    """An unfitted tail scorer with a re-ranker's checked settings."""
+    if params["tail_scorer"] == "ridge":
+        return RidgeTailScorer(params["ridge_penalty"], params["feature_weighting"])
+    if params["tail_scorer"] == "logistic":
+        return LogisticTailScorer(params["logistic_penalty"], params["feature_weighting"])
+    return TailScorer(params["gamma"], params["feature_weighting"], params["unit_centroids"])
 
 
 def make_reranker(setting) -> Reranker | None:
@@ -577,22 +577,6 @@ def make_reranker(setting) -> Reranker | None:
         raise ValueError(f"rerank: {exc}") from None
 
 
-#: Constructor parameters stored with a fitted re-ranker.
-_SETTINGS = (
-    "method",
-    "alpha",
-    "beta",
-    "gamma",
-    "n_candidates",
-    "feature_weighting",
-    "unit_centroids",
-    "tail_scorer",
-    "ridge_penalty",
-    "logistic_penalty",
-    "propensity_exponent",
-    "propensity_a",
-    "propensity_b",
-)
 
 
 def upgrade_reranker_state(version: int, params: dict, arrays: dict, remedy: str) -> dict:
