@@ -264,7 +264,13 @@ def test_multilabel_rows_and_extra_classes(rng):
     model.fit(X, Y, classes=6)
     assert model.classes_.tolist() == list(range(6))
     assert model.label_counts_[4] == 0
-    assert model.predict_topk(X, 6)[0].shape == (50, 6)
+    labels, probabilities = model.predict_top_k(X, 6)
+    assert labels.shape == (50, 6) and np.all(np.sort(labels, axis=1) == np.arange(6))
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-6)
+    with pytest.warns(FutureWarning, match="predict_top_k"):
+        indices, log_proba = model.predict_topk(X, 6)
+    np.testing.assert_array_equal(indices, labels)
+    np.testing.assert_array_equal(np.exp(log_proba), probabilities)
 
 
 def test_language_model_depth_constrained(rng):
@@ -353,7 +359,8 @@ def test_bad_input_is_reported(rng):
         LearnedTree().predict(X)
     model = LearnedTree(dim=2, epochs=1).fit(X, [0, 1, 0, 1])
     with pytest.raises(ValueError, match="k must be"):
-        model.predict(X, k=3)
+        model.predict(X, k=0)
+    assert np.all(model.predict(X, k=3)[:, 2] == -1)  # past the 2 labels: padding
     with pytest.raises(DataFormatError, match="not seen"):
         model.score(X, [0, 1, 2, 1])
     with pytest.raises(DataFormatError, match="features"):

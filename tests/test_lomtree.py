@@ -239,7 +239,7 @@ def test_predict_topk_matches_leaf_histograms():
     X, y = separable_problem(1, n_classes=9)
     labels = y * 10 + 3  # non-contiguous class labels must round-trip
     model = LOMTree(beam_width=1).fit(X, labels)
-    top, scores = model.predict_topk(X[:200], 4)
+    top, scores = model.predict_top_k(X[:200], 4)
     state = model._builder.get_state()
     ptr = state["stats_ptr"]
     for row, leaf in enumerate(model.apply(X[:200])):
@@ -263,7 +263,7 @@ def test_beam_scale_reaches_the_kernel(loss):
     for c in (2.0, 0.3, 7.0):  # set on the fitted model: prediction only
         model.beam_scale = c
         np.testing.assert_array_equal(model.apply(X), model._builder.leaves(checked, 3, c))
-        top, scores = model.predict_topk(X, 3)
+        top, scores = model.predict_top_k(X, 3)
         expected = model._builder.predict_top_k(checked, 3, 1, 3, c)
         np.testing.assert_array_equal(top, model.classes_[expected[0]])
         np.testing.assert_array_equal(scores, expected[1])
@@ -291,7 +291,7 @@ def test_save_load_roundtrip_predicts_and_keeps_training(tmp_path):
     model.save(tmp_path / "tree.npz")
     loaded = LOMTree.load(tmp_path / "tree.npz")
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
-    np.testing.assert_array_equal(loaded.predict_topk(X, 3)[1], model.predict_topk(X, 3)[1])
+    np.testing.assert_array_equal(loaded.predict_top_k(X, 3)[1], model.predict_top_k(X, 3)[1])
     model.partial_fit(X[400:], y[400:])
     loaded.partial_fit(X[400:], y[400:])
     assert_same_state(model._get_state()[1], loaded._get_state()[1])
@@ -312,7 +312,7 @@ def test_load_model_written_before_the_loss_option(tmp_path):
 def test_predict_topk_completes_with_unseen_classes():
     X, y = separable_problem(4, n_samples=200, n_classes=3)
     model = LOMTree().partial_fit(X, y, classes=[0, 1, 2, 5, 9])
-    top, scores = model.predict_topk(X[:20], 5)
+    top, scores = model.predict_top_k(X[:20], 5)
     for row in range(20):
         assert sorted(top[row]) == [0, 1, 2, 5, 9]
         np.testing.assert_array_equal(top[row, 3:], [5, 9])  # never seen: last, score 0
@@ -407,7 +407,11 @@ def test_partial_fit_and_predict_misuse():
     with pytest.raises(DataFormatError, match="features"):
         model.predict(sp.hstack([X, X]).tocsr())
     with pytest.raises(ValueError, match="k must be"):
-        model.predict_topk(X, 5)
+        model.predict_top_k(X, 0)
+    top, scores = model.predict_top_k(X, 5)  # past the 4 classes: padding
+    assert np.all(top[:, 4] == -1) and np.all(scores[:, 4] == 0)
+    with pytest.warns(FutureWarning, match="predict_top_k"):
+        np.testing.assert_array_equal(model.predict_topk(X, 4)[0], top[:, :4])
 
 
 def _tampered(tmp_path, change):

@@ -149,9 +149,9 @@ def test_lomtree_and_learned_tree_check_x_once(check_calls):
     y = Y.indices[Y.indptr[:-1]]
     model = LOMTree(random_state=0).fit(X, y)
     assert check_calls()["check_features"] == 1
-    model.predict_topk(X, 2)
+    model.predict_top_k(X, 2)
     assert check_calls()["check_features"] == 1
     learned = LearnedTree(dim=4, epochs=1, random_state=0).fit(X, Y)
     assert check_calls() == {"check_features": 1, "check_labels": 1}
-    learned.predict_topk(X, 2)
+    learned.predict_top_k(X, 2)
     assert check_calls()["check_features"] == 1

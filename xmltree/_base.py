@@ -1,9 +1,11 @@
-"""What every xmltree estimator shares: parameters, their checks, and model files.
+"""What every xmltree estimator shares: parameters, their checks, model files, protocol.
 
 Estimators follow scikit-learn's conventions without depending on it:
 ``__init__`` only stores its arguments, :meth:`get_params` / :meth:`set_params`
 read and write them, and hyper-parameters are checked when training starts,
 with a ``ValueError`` naming the parameter, its value and what is allowed.
+The learners (LdSM, LOMTree, LearnedTree) and the re-ranking stage share one
+protocol, :class:`TopKEstimator`.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from ._persistence import ModelFile, load_model, save_model
 from .exceptions import NotFittedError
 
 __all__ = [
-    "Estimator", "is_int", "check_int", "check_real", "check_choice", "check_bool", "check_seed",
-    "n_threads", "warn_renamed",
+    "Estimator", "TopKEstimator", "class_values", "label_id_count", "is_int", "check_int",
+    "check_real", "check_choice", "check_bool", "check_seed", "n_threads", "warn_renamed",
 ]
 
 
@@ -158,6 +160,111 @@ class Estimator:
         for files they cannot convert, saying what to do.
         """
         return params, arrays
+
+
+class TopKEstimator(Estimator):
+    """The protocol of every xmltree learner: rank the labels of each sample.
+
+    A fitted learner has ``n_features_in_`` (the width of the feature space
+    it was fitted on; text learners: of their vectorizer's), answers
+    :meth:`predict_top_k`, accepts joblib's ``n_jobs`` convention, saves,
+    loads and pickles. Subclasses implement the private hooks:
+
+    ``_validate_params() -> dict``
+        Check every hyper-parameter, in one place; return them.
+    ``_check_fitted()``
+        Raise :class:`~xmltree.exceptions.NotFittedError` before ``fit``.
+    ``_validate_X(X)``
+        Check (and convert) the samples of a prediction, once; the result is
+        what ``_predict_top_k`` and a re-ranking stage take as they are.
+    ``_predict_top_k(X, k)``
+        The ranking of checked samples, ``k >= 1``.
+    ``_get_state()`` / ``_from_state(params, arrays)``
+        Model files and pickles (see :class:`Estimator`).
+    """
+
+    def predict_top_k(self, X, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
+        """Return the ``k`` best labels of each sample and their scores.
+
+        Parameters
+        ----------
+        X : array-like or scipy sparse matrix of shape (n_samples, n_features)
+            Samples (a sequence of documents for a text learner). Fewer
+            columns than seen in ``fit`` are missing trailing features; more
+            is an error.
+        k : int, default=5
+            Labels per sample, >= 1.
+
+        Returns
+        -------
+        labels : numpy.ndarray of shape (n_samples, k)
+            Best first; equal scores in increasing label order. Labels are
+            label ids for LdSM and values of ``classes_`` for the
+            classifiers; a sample with fewer than ``k`` known labels is
+            padded with label -1 and score 0.
+        scores : numpy.ndarray of shape (n_samples, k)
+            Non-negative, larger is better: LdSM's ensemble-averaged leaf
+            scores, LOMTree's class shares, LearnedTree's probabilities
+            ``p(label | x)``.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        ValueError
+            If ``k`` is not an integer >= 1.
+        DataFormatError
+            If ``X`` is malformed or wider than the training data.
+        """
+        self._check_fitted()
+        k = check_int("k", k, 1)
+        return self._predict_top_k(self._validate_X(X), k)
+
+    def _check_fitted(self) -> None:
+        raise NotImplementedError
+
+    def _validate_X(self, X):
+        raise NotImplementedError
+
+    def _predict_top_k(self, X, k: int) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+
+def class_values(classes: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """``classes[ids]``, keeping the padding id -1 as label -1.
+
+    Raises
+    ------
+    ValueError
+        If there is padding but the classes are not integers.
+    """
+    if not (ids < 0).any():
+        return classes[ids]
+    if classes.dtype.kind not in "iu":
+        raise ValueError(f"k exceeds the {classes.shape[0]} classes, whose labels are not "
+                         "integers: there is no label -1 to pad with")
+    return np.where(ids >= 0, classes[np.maximum(ids, 0)], -1)
+
+
+def label_id_count(estimator: TopKEstimator) -> int:
+    """Size of the label-id space that a learner's ``predict_top_k`` draws from.
+
+    LdSM's ``n_labels_``; for a classifier, its largest class + 1, which
+    needs non-negative integer classes (label ids, as ``to_multiclass`` makes).
+
+    Raises
+    ------
+    ValueError
+        For classes that are not non-negative integers.
+    """
+    n_labels = getattr(estimator, "n_labels_", None)
+    if n_labels is not None:
+        return int(n_labels)
+    classes = estimator.classes_
+    if classes.dtype.kind not in "iu" or classes.min() < 0:
+        raise ValueError(f"{type(estimator).__name__} has classes {classes[:3]}..., not "
+                         "label ids (non-negative integers)")
+    return int(classes.max()) + 1
 
 
 def _plain(value):

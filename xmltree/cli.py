@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
+from ._base import label_id_count
 
 logger = logging.getLogger(__name__)
 
@@ -404,19 +405,16 @@ def _run_predict(args) -> int:
     model = xmltree.load(args.model)
     if args.n_jobs is not None:
         model.n_jobs = args.n_jobs
-    if isinstance(model, xmltree.LearnedTree):
+    if getattr(model, "vectorizer_", None) is not None:
         return _predict_text(model, args)
-    if args.rerank and not isinstance(model, xmltree.LdSM):
-        raise ValueError("--rerank needs an LdSM model")
-    if isinstance(model, xmltree.LdSM):
-        X, _ = _read(args.data, args.format, n_features=model.n_features_)
-        labels, scores = model.predict(X, k=args.k, rerank=args.rerank)
-        n_labels = model.n_labels_
+    X, _ = _read(args.data, args.format, n_features=model.n_features_in_)
+    if args.rerank:
+        if getattr(model, "reranker_", None) is None:
+            raise ValueError("--rerank: this model has no re-ranker; train it with --rerank")
+        labels, scores = model.predict(X, k=args.k, rerank=True)
     else:
-        X, _ = _read(args.data, args.format, n_features=model.n_features_in_)
-        labels, scores = model.predict_topk(X, k=min(args.k, model.classes_.size))
-        n_labels = int(model.classes_.max()) + 1
-    write_predictions(args.output, labels, scores, n_labels=n_labels)
+        labels, scores = model.predict_top_k(X, k=args.k)
+    write_predictions(args.output, labels, scores, n_labels=label_id_count(model))
     logger.info("wrote top-%d predictions of %d rows to %s", args.k, X.shape[0], args.output)
     return 0
 
@@ -428,9 +426,9 @@ def _predict_text(model, args) -> int:
     with open(args.data, encoding="utf-8") as handle:
         texts = [" ".join(token for token in line.split() if not token.startswith("__label__"))
                  for line in handle]
-    indices, log_proba = model.predict_topk(texts, k=min(args.k, model.classes_.size))
+    labels, probabilities = model.predict_top_k(texts, k=min(args.k, model.classes_.size))
     with atomic_write(args.output, "w", encoding="utf-8") as out:
-        for row_labels, row_scores in zip(model.classes_[indices], np.exp(log_proba)):
+        for row_labels, row_scores in zip(labels, probabilities):
             out.write(" ".join(f"{label}:{score:.6g}" for label, score in
                                zip(row_labels, row_scores)) + "\n")
     logger.info("wrote top-%d labels of %d documents to %s", args.k, len(texts), args.output)
@@ -483,10 +481,7 @@ def _fit_and_evaluate(model, X_train, Y_train, X_test, Y_test, targets=None) -> 
     model.fit(X_train, Y_train if targets is None else targets)
     train_wall, train_cpu = time.perf_counter() - start, time.process_time() - cpu_start
     start = time.perf_counter()
-    if hasattr(model, "predict_topk"):
-        rankings, _ = model.predict_topk(X_test, k=min(5, model.classes_.size))
-    else:
-        rankings, _ = model.predict(X_test, k=5)
+    rankings, _ = model.predict_top_k(X_test, k=5)
     predict_ms = 1000 * (time.perf_counter() - start) / max(X_test.shape[0], 1)
     results = _evaluate(Y_test, rankings.astype(np.int64), Y_train)
     results.update({"train_s": train_wall, "train_cpu_s": train_cpu,

@@ -24,7 +24,16 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm.auto import tqdm
 
-from ._base import Estimator, check_choice, check_int, check_real, check_seed, is_int, n_threads
+from ._base import (
+    TopKEstimator,
+    check_choice,
+    check_int,
+    check_real,
+    check_seed,
+    is_int,
+    n_threads,
+    warn_renamed,
+)
 from ._flat_tree import LEAF_AGGREGATIONS, LEAF_SCORES, MAX_ARITY, ROUTING_THRESHOLDS, TREE_ARRAYS
 from ._streaming import predict_xc_file
 from ._tree import Forest
@@ -40,7 +49,7 @@ logger = logging.getLogger(__name__)
 _OPTIMIZERS = ("nag", "sgd")
 
 
-class LdSM(Estimator):
+class LdSM(TopKEstimator):
     """Ensemble of LdSM trees for extreme multi-label classification.
 
     Parameters
@@ -148,8 +157,9 @@ class LdSM(Estimator):
 
     Attributes
     ----------
-    n_features_ : int
-        Number of features seen by :meth:`fit`.
+    n_features_in_ : int
+        Number of features seen by :meth:`fit` (``n_features_`` is a
+        deprecated alias).
     n_labels_ : int
         Number of labels seen by :meth:`fit`.
     trees_ : list of dict
@@ -292,7 +302,7 @@ class LdSM(Estimator):
                         leaf_aggregation=self.leaf_aggregation, release=release,
                         check_trees=check_trees)
         self._forest = forest
-        self.n_features_ = n_features
+        self.n_features_in_ = n_features
         self.n_labels_ = n_labels
         self.trees_ = _share_forest_arrays(forest, trees)
         self.n_nodes_ = np.array([t["first_child"].shape[0] for t in trees], dtype=np.int64)
@@ -340,19 +350,17 @@ class LdSM(Estimator):
         DataFormatError
             If ``X`` is malformed or wider than the training data.
         """
-        forest = self._fitted_forest()
-        if not is_int(k) or k < 1:
-            raise ValueError(f"k must be an integer >= 1, got {k!r}")
-        if rerank and self.reranker_ is None:
+        if not rerank:
+            return self.predict_top_k(X, k)
+        self._check_fitted()
+        k = check_int("k", k, 1)
+        if self.reranker_ is None:
             raise ValueError("this model has no re-ranker; fit it with LdSM(rerank=True) "
                              "or LdSM(rerank={...Reranker settings...})")
-        X = check_features(X, n_features=self.n_features_)
-        if not rerank:
-            return forest.predict_top_k(X, int(k), n_threads(self.n_jobs), check_input=False)
-        n_candidates = max(int(k), self.reranker_.n_candidates)
-        labels, scores = forest.predict_top_k(X, n_candidates, n_threads(self.n_jobs),
-                                              check_input=False)
-        labels, scores = self.reranker_._rerank(X, labels, scores, int(k))
+        X = self._validate_X(X)
+        n_candidates = max(k, self.reranker_.n_candidates)
+        labels, scores = self._predict_top_k(X, n_candidates)
+        labels, scores = self.reranker_._rerank(X, labels, scores, k)
         return labels, scores.astype(np.float32)
 
     def predict_file(self, path_in, path_out, k: int = 5, chunk_size: int = 10000,
@@ -399,7 +407,7 @@ class LdSM(Estimator):
             If the input file is malformed or wider than the training data;
             ``path_out`` is then left as it was.
         """
-        self._fitted_forest()
+        self._check_fitted()
         return predict_xc_file(self, path_in, path_out, k=k, chunk_size=chunk_size,
                                rerank=rerank)
 
@@ -418,9 +426,9 @@ class LdSM(Estimator):
             each row sums to 1 up to rounding: every sample reaches at least
             one leaf of every tree, and leaf histograms are normalised.
         """
-        forest = self._fitted_forest()
-        X = check_features(X, n_features=self.n_features_)
-        return forest.predict_scores(X, n_threads(self.n_jobs), check_input=False)
+        self._check_fitted()
+        return self._forest.predict_scores(self._validate_X(X), n_threads(self.n_jobs),
+                                           check_input=False)
 
     def leaves_reached(self, X) -> np.ndarray:
         """Count the leaves each sample reaches in each tree.
@@ -435,9 +443,9 @@ class LdSM(Estimator):
         numpy.ndarray of int32, shape (n_samples, n_trees)
             All entries are >= 1; values above 1 come from multi-way routing.
         """
-        forest = self._fitted_forest()
-        X = check_features(X, n_features=self.n_features_)
-        return forest.leaves_reached(X, n_threads(self.n_jobs), check_input=False)
+        self._check_fitted()
+        return self._forest.leaves_reached(self._validate_X(X), n_threads(self.n_jobs),
+                                           check_input=False)
 
     def objective_trace(self, tree: int, node: int) -> np.ndarray:
         """Return the mean node objective J of each training epoch.
@@ -454,7 +462,7 @@ class LdSM(Estimator):
         numpy.ndarray of float32, shape (epochs,) or (0,)
             Empty for a node that was never trained (a leaf).
         """
-        self._fitted_forest()
+        self._check_fitted()
         if not is_int(tree) or not 0 <= tree < len(self.trees_):
             raise ValueError(f"tree must be in [0, {len(self.trees_)}), got {tree!r}")
         arrays = self.trees_[tree]
@@ -464,13 +472,23 @@ class LdSM(Estimator):
         indptr = arrays["trace_indptr"]
         return arrays["trace_values"][indptr[node]:indptr[node + 1]].copy()
 
-    def _fitted_forest(self) -> Forest:
-        forest = getattr(self, "_forest", None)
-        if forest is None:
+    @property
+    def n_features_(self) -> int:
+        """Deprecated alias of ``n_features_in_``."""
+        warn_renamed("LdSM.n_features_", "n_features_in_")
+        return self.n_features_in_
+
+    def _check_fitted(self) -> None:
+        if getattr(self, "_forest", None) is None:
             raise NotFittedError(
                 "this LdSM instance is not fitted yet; call fit(X, Y) or LdSM.load(path) first"
             )
-        return forest
+
+    def _validate_X(self, X) -> sp.csr_matrix:
+        return check_features(X, n_features=self.n_features_in_)
+
+    def _predict_top_k(self, X: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return self._forest.predict_top_k(X, k, n_threads(self.n_jobs), check_input=False)
 
     # ------------------------------------------------------------------
     # Persistence
@@ -478,10 +496,10 @@ class LdSM(Estimator):
 
     def _get_state(self) -> tuple[dict, dict]:
         """Return the JSON parameters and numeric arrays that define the model."""
-        self._fitted_forest()
+        self._check_fitted()
         params = {
             "hyper_parameters": self._json_params(),
-            "n_features": int(self.n_features_),
+            "n_features": int(self.n_features_in_),
             "n_labels": int(self.n_labels_),
             "n_trees": len(self.trees_),
         }
@@ -583,7 +601,7 @@ def merge(models) -> LdSM:
     Parameters
     ----------
     models : sequence of LdSM
-        Fitted models, in tree order. They must agree on ``n_features_``,
+        Fitted models, in tree order. They must agree on ``n_features_in_``,
         ``n_labels_`` and every hyper-parameter except ``n_trees``,
         ``random_state``, ``first_tree``, ``n_jobs`` and ``verbose``; with
         ``rerank=True`` their re-rankers must be identical (fitted on the
@@ -607,7 +625,7 @@ def merge(models) -> LdSM:
     if not models or not all(isinstance(model, LdSM) for model in models):
         raise ValueError("merge needs a non-empty sequence of LdSM models")
     for model in models:
-        model._fitted_forest()
+        model._check_fitted()
     _check_compatible(models)
     hyper = models[0].get_params()
     hyper["n_trees"] = sum(len(model.trees_) for model in models)
@@ -615,7 +633,7 @@ def merge(models) -> LdSM:
         hyper["random_state"], hyper["first_tree"] = None, 0
     merged = LdSM(**hyper)
     trees = [tree for model in models for tree in model.trees_]
-    merged._set_trees(trees, models[0].n_features_, models[0].n_labels_, check_trees=False)
+    merged._set_trees(trees, models[0].n_features_in_, models[0].n_labels_, check_trees=False)
     if models[0].reranker_ is not None:
         params, arrays = models[0].reranker_._get_state()
         merged.reranker_ = Reranker._from_state(params, arrays)
@@ -644,7 +662,7 @@ def _merge_signature(model: LdSM) -> dict:
     signature = {name: value for name, value in model.get_params().items()
                  if name not in _SHARD_PARAMS and name != "rerank"}
     signature["has_reranker"] = model.reranker_ is not None
-    signature["n_features_"], signature["n_labels_"] = model.n_features_, model.n_labels_
+    signature["n_features_in_"], signature["n_labels_"] = model.n_features_in_, model.n_labels_
     return signature
 
 
