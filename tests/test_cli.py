@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from xmltree.cli import main
-from xmltree.datasets import make_synthetic, write_xc
+from xmltree.datasets import make_synthetic, read_xc, write_xc
+from xmltree.rerank import Reranked
 
 SMALL_MODEL = ["--n-trees", "2", "--max-nodes", "31", "--epochs", "2", "--n-jobs", "1"]
 
@@ -114,7 +115,7 @@ def test_rerank_params_are_parsed_typed_and_saved(tmp_path, split_files):
     model = xmltree.load(model_path)
     expected = {"alpha": 0.3, "n_candidates": 20, "unit_centroids": False,
                 "method": "linear", "propensity_exponent": 1.0, "tail_scorer": "ridge"}
-    assert model.rerank == expected
+    assert isinstance(model, Reranked) and isinstance(model.estimator, xmltree.LdSM)
     assert {name: getattr(model.reranker_, name) for name in expected} == expected
     assert main(["-q", "predict", str(test), "--model", str(model_path), "--output",
                  str(output), "--rerank"]) == 0
@@ -173,6 +174,61 @@ def test_lomtree_learner_trains_on_most_frequent_labels_and_predicts(tmp_path, s
     assert main(["-q", "train", str(train), "--model", str(model), "--learner", "lomtree",
                  "--lambda1", "2"]) == 1
     assert "--lambda1 do(es) not apply to --learner lomtree" in capsys.readouterr().err
+
+
+def test_every_learner_of_label_ids_can_be_reranked(tmp_path, split_files, capsys):
+    import xmltree
+
+    train, test = split_files
+    model_path, output = tmp_path / "lom.npz", tmp_path / "pred.txt"
+    assert main(["-q", "train", str(train), "--model", str(model_path), "--learner", "lomtree",
+                 "--rerank-param", "alpha=0.5", "--seed", "0"]) == 0
+    model = xmltree.load(model_path)
+    assert isinstance(model, Reranked) and isinstance(model.estimator, xmltree.LOMTree)
+    written = {}
+    for flags in ([], ["--rerank"]):
+        assert main(["-q", "predict", str(test), "--model", str(model_path), "--output",
+                     str(output), "-k", "3", *flags]) == 0
+        written[bool(flags)] = output.read_text()
+    X, _ = read_xc(test, n_features=model.n_features_in_)
+    assert written[False] == prediction_file(*model.estimator.predict_top_k(X, 3), 12)
+    assert written[True] == prediction_file(*model.predict_top_k(X, 3), 12)
+
+
+def test_reranking_a_text_learner_is_refused_saying_why(tmp_path, capsys):
+    text = tmp_path / "train.txt"
+    text.write_text("__label__food pizza pasta\n__label__bank loan money\n")
+    assert main(["-q", "train", str(text), "--model", str(tmp_path / "lt.npz"), "--learner",
+                 "learned-tree", "--rerank"]) == 1
+    assert "labels are names, and the re-ranker scores label ids" in capsys.readouterr().err
+
+
+def test_ldsm_files_with_an_embedded_reranker_still_rerank(tmp_path, split_files):
+    import xmltree
+
+    train, test = split_files
+    X, Y = read_xc(train)
+    model = xmltree.LdSM(n_trees=2, max_nodes=15, epochs=2, rerank=True, random_state=0)
+    model.fit(X, Y).save(tmp_path / "ldsm.npz")
+    output = tmp_path / "pred.txt"
+    assert main(["-q", "predict", str(test), "--model", str(tmp_path / "ldsm.npz"),
+                 "--output", str(output), "--rerank"]) == 0
+    X_test, _ = read_xc(test, n_features=X.shape[1])
+    assert output.read_text() == prediction_file(*model.predict(X_test, 5, rerank=True),
+                                                 model.n_labels_)
+
+
+def prediction_file(labels, scores, n_labels):
+    """What write_predictions writes for these predictions."""
+    import tempfile
+    from pathlib import Path
+
+    from xmltree.datasets import write_predictions
+
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "expected.txt"
+        write_predictions(path, labels, scores, n_labels=n_labels)
+        return path.read_text()
 
 
 def test_learned_tree_learner_trains_on_labelled_text(tmp_path, capsys):

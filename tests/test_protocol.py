@@ -1,4 +1,5 @@
-"""The protocol every learner shares: fit, predict_top_k, n_features_in_, n_jobs, files."""
+"""The protocol every learner shares: fit, predict_top_k, n_features_in_, n_jobs, files,
+re-ranking."""
 
 import pickle
 
@@ -8,6 +9,7 @@ import scipy.sparse as sp
 
 import xmltree
 from xmltree import LdSM, LearnedTree, LOMTree
+from xmltree.rerank import Reranked, Reranker
 
 N_FEATURES, N_LABELS = 15, 6
 
@@ -88,3 +90,46 @@ def test_renamed_public_names_still_work_with_a_warning(fitted):
     else:
         with pytest.warns(FutureWarning, match="predict_top_k"):
             model.predict_topk(X, 2)
+
+
+# ----------------------------------------------------------------------------- re-ranked
+
+
+def test_every_learner_can_be_reranked_and_saved_as_one_model(fitted, tmp_path):
+    model, X = fitted
+    _, Y, _ = problem()
+    stage = Reranked(model, Reranker(n_candidates=4, alpha=0.5)).fit(X, Y)
+    assert stage.n_features_in_ == N_FEATURES and stage.n_labels_ == N_LABELS
+    labels, scores = stage.predict_top_k(X, 3)
+    candidates, _ = model.predict_top_k(X, 4)
+    for row_labels, row_candidates in zip(labels, candidates):
+        assert set(row_labels[row_labels >= 0]) <= set(row_candidates)  # re-ordered candidates
+    expected = labels, scores
+    stage.save(tmp_path / "stage.npz")
+    for copy in (xmltree.load(tmp_path / "stage.npz"), pickle.loads(pickle.dumps(stage))):
+        assert isinstance(copy, Reranked) and type(copy.estimator) is type(model)
+        for got, want in zip(copy.predict_top_k(X, 3), expected):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_ldsm_rerank_shim_predicts_what_the_stage_does():
+    X, Y, _ = problem()
+    shim = LdSM(n_trees=2, max_nodes=9, epochs=2, random_state=0, rerank={"alpha": 0.5})
+    shim.fit(X, Y)
+    stage = Reranked(LdSM(**{**shim.get_params(), "rerank": False}).fit(X, Y),
+                     Reranker(alpha=0.5)).fit(X, Y)
+    for got, want in zip(shim.predict(X, 3, rerank=True), stage.predict_top_k(X, 3)):
+        np.testing.assert_array_equal(got, want.astype(got.dtype))
+
+
+def test_a_stage_needs_a_fitted_learner_of_label_ids():
+    X, Y, y = problem()
+    with pytest.raises(xmltree.NotFittedError):
+        Reranked(LOMTree(), Reranker()).fit(X, Y)
+    with pytest.raises(ValueError, match="estimator must be"):
+        Reranked(Reranker(), Reranker()).fit(X, Y)
+    named = LearnedTree(dim=2, epochs=1).fit(X, np.array(["abcdef"[label] for label in y]))
+    with pytest.raises(ValueError, match="not label ids"):
+        Reranked(named, Reranker()).fit(X, Y)
+    with pytest.raises(xmltree.NotFittedError):
+        Reranked(named, Reranker()).predict_top_k(X, 2)

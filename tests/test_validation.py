@@ -155,3 +155,16 @@ def test_lomtree_and_learned_tree_check_x_once(check_calls):
     assert check_calls() == {"check_features": 1, "check_labels": 1}
     learned.predict_top_k(X, 2)
     assert check_calls()["check_features"] == 1
+
+
+def test_a_reranked_stage_checks_x_and_y_once_per_fit_and_x_once_per_predict(check_calls):
+    from xmltree import LOMTree
+    from xmltree.rerank import Reranked
+
+    X, Y = _problem()
+    learner = LOMTree(random_state=0).fit(X, Y.indices[Y.indptr[:-1]])
+    check_calls()
+    stage = Reranked(learner).fit(X, Y)
+    assert check_calls() == {"check_features": 1, "check_labels": 1}
+    stage.predict_top_k(X, 3)
+    assert check_calls() == {"check_features": 1, "check_labels": 0}

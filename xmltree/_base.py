@@ -18,12 +18,30 @@ import joblib
 import numpy as np
 
 from ._persistence import ModelFile, load_model, save_model
-from .exceptions import NotFittedError
+from .exceptions import ModelFormatError, NotFittedError
 
 __all__ = [
-    "Estimator", "TopKEstimator", "class_values", "label_id_count", "is_int", "check_int",
-    "check_real", "check_choice", "check_bool", "check_seed", "n_threads", "warn_renamed",
+    "Estimator", "TopKEstimator", "estimator_class", "class_values", "label_id_count", "is_int",
+    "check_int", "check_real", "check_choice", "check_bool", "check_seed", "n_threads",
+    "warn_renamed",
 ]
+
+
+#: Model kind -> estimator class, filled as the classes are defined.
+_KINDS: dict[str, type] = {}
+
+
+def estimator_class(kind) -> type:
+    """The estimator class of a model kind read from a file.
+
+    Raises
+    ------
+    ModelFormatError
+        For a kind no estimator has.
+    """
+    if kind not in _KINDS:
+        raise ModelFormatError(f"unknown model kind {kind!r}")
+    return _KINDS[kind]
 
 
 class Estimator:
@@ -37,6 +55,11 @@ class Estimator:
     """
 
     _KIND: str
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "_KIND" in cls.__dict__:
+            _KINDS[cls._KIND] = cls
 
     @classmethod
     def _param_names(cls) -> list[str]:

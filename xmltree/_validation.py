@@ -18,7 +18,8 @@ import scipy.sparse as sp
 
 from .exceptions import DataFormatError
 
-__all__ = ["check_features", "check_labels", "check_csr_structure", "make_csr", "take_rows"]
+__all__ = ["check_features", "check_labels", "check_csr_structure", "make_csr", "take_rows",
+           "widen"]
 
 
 def make_csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
@@ -143,7 +144,7 @@ def check_features(X, *, n_features: int | None = None, what: str = "X") -> sp.c
                 f"{what}: has {X.shape[1]} features but the model was fitted with {n_features}"
             )
         if X.shape[1] < n_features:
-            X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_features))
+            X = widen(X, n_features)
     _check_index_range(X.shape, what)
     X.indices = X.indices.astype(np.int32, copy=False)
     X.indptr = X.indptr.astype(np.int64, copy=False)
@@ -187,7 +188,7 @@ def check_labels(Y, *, n_samples: int | None = None, n_labels: int | None = None
         if n_labels is not None and Y.shape[1] != n_labels:
             if Y.shape[1] > n_labels:
                 raise DataFormatError(f"{what}: has {Y.shape[1]} labels, expected {n_labels}")
-            Y = sp.csr_matrix((Y.data, Y.indices, Y.indptr), shape=(Y.shape[0], n_labels))
+            Y = widen(Y, n_labels)
     else:
         Y = _label_lists_to_csr(Y, n_labels, what)
     if n_samples is not None and Y.shape[0] != n_samples:
@@ -210,6 +211,12 @@ def take_rows(matrix: sp.csr_matrix, rows: np.ndarray) -> sp.csr_matrix:
     taken.indices = taken.indices.astype(np.int32, copy=False)
     taken.indptr = taken.indptr.astype(np.int64, copy=False)
     return taken
+
+
+def widen(matrix: sp.csr_matrix, n_cols: int) -> sp.csr_matrix:
+    """The same rows with empty columns appended up to `n_cols` (arrays shared)."""
+    return sp.csr_matrix((matrix.data, matrix.indices, matrix.indptr),
+                         shape=(matrix.shape[0], n_cols))
 
 
 def _check_index_range(shape: tuple[int, int], what: str) -> None:

@@ -40,7 +40,7 @@ from ._tree import Forest
 from ._validation import check_features, check_labels, take_rows
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 from .rerank import STATE_PREFIX as RERANK_PREFIX
-from .rerank import Reranker, make_reranker, upgrade_reranker_state
+from .rerank import Reranker, make_reranker, rerank_top_k, same_reranker, upgrade_reranker_state
 
 __all__ = ["LdSM", "NotFittedError", "merge"]
 
@@ -357,10 +357,7 @@ class LdSM(TopKEstimator):
         if self.reranker_ is None:
             raise ValueError("this model has no re-ranker; fit it with LdSM(rerank=True) "
                              "or LdSM(rerank={...Reranker settings...})")
-        X = self._validate_X(X)
-        n_candidates = max(k, self.reranker_.n_candidates)
-        labels, scores = self._predict_top_k(X, n_candidates)
-        labels, scores = self.reranker_._rerank(X, labels, scores, k)
+        labels, scores = rerank_top_k(self, self.reranker_, self._validate_X(X), k)
         return labels, scores.astype(np.float32)
 
     def predict_file(self, path_in, path_out, k: int = 5, chunk_size: int = 10000,
@@ -520,7 +517,7 @@ class LdSM(TopKEstimator):
                 version, params["reranker"], arrays,
                 "train the model again with LdSM(rerank=...), or load it with the xmltree "
                 "that wrote it, set model.reranker_ = None, save it, load it here and fit "
-                "a new model.reranker_ = Reranker(...).fit(X, Y, n_labels=model.n_labels_)")
+                "xmltree.rerank.Reranked(model, Reranker(...)).fit(X, Y)")
             params = {**params, "reranker": reranker}
         return params, arrays
 
@@ -648,8 +645,8 @@ def _check_compatible(models: list[LdSM]) -> None:
             if value != reference[name]:
                 raise ValueError(f"cannot merge: model {index} has {name}={value!r}, "
                                  f"model 0 has {reference[name]!r}")
-        if models[0].reranker_ is not None and not _same_reranker(models[0].reranker_,
-                                                                  model.reranker_):
+        if models[0].reranker_ is not None and not same_reranker(models[0].reranker_,
+                                                                 model.reranker_):
             raise ValueError(f"cannot merge: the re-ranker of model {index} differs from "
                              "model 0's (fitted on other data or with other settings)")
     _check_no_shared_trees(models)
@@ -657,21 +654,13 @@ def _check_compatible(models: list[LdSM]) -> None:
 
 def _merge_signature(model: LdSM) -> dict:
     """What must be equal for two models to be shards of one ensemble."""
-    # ``rerank`` is compared through the fitted re-rankers (_same_reranker):
+    # ``rerank`` is compared through the fitted re-rankers (same_reranker):
     # True and {} ask for the same one.
     signature = {name: value for name, value in model.get_params().items()
                  if name not in _SHARD_PARAMS and name != "rerank"}
     signature["has_reranker"] = model.reranker_ is not None
     signature["n_features_in_"], signature["n_labels_"] = model.n_features_in_, model.n_labels_
     return signature
-
-
-def _same_reranker(a: Reranker, b: Reranker) -> bool:
-    """True when two fitted re-rankers have identical settings and arrays."""
-    params_a, arrays_a = a._get_state()
-    params_b, arrays_b = b._get_state()
-    return params_a == params_b and arrays_a.keys() == arrays_b.keys() and all(
-        np.array_equal(arrays_a[name], arrays_b[name]) for name in arrays_a)
 
 
 def _tree_range(model: LdSM) -> range:

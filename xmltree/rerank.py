@@ -80,7 +80,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _rerank
-from ._base import Estimator, check_bool, check_choice, check_int, check_real
+from ._base import (
+    Estimator,
+    TopKEstimator,
+    check_bool,
+    check_choice,
+    check_int,
+    check_real,
+    estimator_class,
+    label_id_count,
+)
 from ._tail_scorers import (
     FEATURE_WEIGHTINGS,
     STATE_PREFIX,
@@ -89,11 +98,10 @@ from ._tail_scorers import (
     TailScorer,
     _check_candidate_labels,
     _state_array,
-    check_points,
     check_rows_match,
     check_training_data,
 )
-from ._validation import check_labels
+from ._validation import check_features, check_labels, widen
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 from .metrics import _propensity_weights, inverse_propensity
 
@@ -102,6 +110,7 @@ __all__ = [
     "RidgeTailScorer",
     "LogisticTailScorer",
     "Reranker",
+    "Reranked",
     "make_reranker",
     "rerank",
     "propensity_weighted_targets",
@@ -455,16 +464,16 @@ class Reranker(Estimator):
             Blended scores, 0 in padded slots.
         """
         self._check_fitted()
-        labels = _check_candidate_labels(labels, self.scorer_.n_labels_)
-        return self._rerank(check_points(X, labels, self.scorer_.n_features_), labels, scores, k)
+        return self._rerank(check_features(X, n_features=self.scorer_.n_features_), labels,
+                            scores, k)
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "scorer_"):
             raise NotFittedError("this Reranker is not fitted yet; call fit(X, Y) first")
 
-    def _rerank(self, X: sp.csr_matrix, labels: np.ndarray, scores,
-                k: int) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`rerank_predictions` of checked points and candidate ids."""
+    def _rerank(self, X: sp.csr_matrix, labels, scores, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`rerank_predictions` of checked points (the candidates are checked here)."""
+        labels = _check_candidate_labels(labels, self.scorer_.n_labels_)
         check_rows_match(X, labels)
         k = check_int("k", k, 1)
         # Blend settings may have been changed with set_params since fit.
@@ -613,6 +622,220 @@ def upgrade_reranker_state(version: int, params: dict, arrays: dict, remedy: str
 def _default(name: str):
     """The default value of :class:`Reranker`'s parameter `name`."""
     return inspect.signature(Reranker).parameters[name].default
+
+
+# ----------------------------------------------------------------------------- stage
+
+
+#: Prefix of the learner's array names in a :class:`Reranked` model file.
+ESTIMATOR_PREFIX = "estimator/"
+
+
+class Reranked(TopKEstimator):
+    """A fitted learner whose top candidates a tail-label re-ranker re-orders, as one model.
+
+    :meth:`fit` trains the re-ranker (not the learner) on the learner's
+    training data; :meth:`predict_top_k` asks the learner for
+    ``max(k, reranker.n_candidates)`` candidates and returns the best ``k``
+    after re-ranking. The stage saves, loads and pickles as one model file.
+
+    Parameters
+    ----------
+    estimator : LdSM, LOMTree or LearnedTree
+        A fitted learner, used as it is. Its labels must be label ids, the
+        columns of the ``Y`` given to :meth:`fit`: LdSM's are; a classifier's
+        ``classes_`` must be non-negative integers (as
+        :func:`xmltree.lomtree.to_multiclass` makes them).
+    reranker : Reranker, optional
+        The re-ranker's settings (``None``: ``Reranker()``); :meth:`fit`
+        trains a copy.
+
+    Attributes
+    ----------
+    reranker_ : Reranker
+        The fitted re-ranker.
+    n_features_in_ : int
+        The learner's.
+    n_labels_ : int
+        The label ids the re-ranker knows: those of ``Y``, and at least the
+        learner's.
+
+    Notes
+    -----
+    The re-ranker reads the samples as the learner's own checks return them:
+    the feature matrix, or for a LearnedTree fitted on text the features its
+    vectorizer makes of the documents, so such a learner can be re-ranked as
+    long as its labels are label ids (not names).
+
+    Examples
+    --------
+    >>> model = LOMTree().fit(X_train, y_train)                            # doctest: +SKIP
+    >>> reranked = Reranked(model, Reranker(alpha=0.5)).fit(X_train, Y_train)  # doctest: +SKIP
+    >>> labels, scores = reranked.predict_top_k(X_test, k=5)               # doctest: +SKIP
+    """
+
+    _KIND = "reranked"
+
+    def __init__(self, estimator=None, reranker=None):
+        self.estimator = estimator
+        self.reranker = reranker
+
+    def _validate_params(self) -> dict:
+        """Check the learner (fitted, not itself a stage) and the re-ranker's settings."""
+        if not isinstance(self.estimator, TopKEstimator) or isinstance(self.estimator, Reranked):
+            raise ValueError(f"estimator must be a fitted LdSM, LOMTree or LearnedTree, got "
+                             f"{type(self.estimator).__name__}")
+        self.estimator._check_fitted()
+        if self.reranker is not None and not isinstance(self.reranker, Reranker):
+            raise ValueError(f"reranker must be a Reranker or None, got {self.reranker!r}")
+        reranker = Reranker() if self.reranker is None else self.reranker
+        reranker._validate_params()
+        return {"estimator": self.estimator, "reranker": reranker}
+
+    def fit(self, X, Y) -> Reranked:
+        """Fit the re-ranker on the learner's training data.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or sequence of documents
+            Training samples, as the learner takes them.
+        Y : indicator matrix of shape (n_samples, n_labels) or list of label lists
+            The label sets of the samples, in the learner's label ids.
+
+        Returns
+        -------
+        Reranked
+            ``self``.
+
+        Raises
+        ------
+        ValueError
+            If the learner is not fitted or its labels are not label ids.
+        DataFormatError
+            On malformed data.
+        """
+        params = self._validate_params()
+        n_labels = label_id_count(self.estimator)
+        X = self.estimator._validate_X(X)
+        Y = check_labels(Y, n_samples=X.shape[0])
+        if Y.shape[1] < n_labels:
+            Y = widen(Y, n_labels)
+        self.reranker_ = Reranker(**params["reranker"].get_params())._fit(X, Y)
+        return self
+
+    def predict(self, X, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
+        """Same as :meth:`predict_top_k`."""
+        return self.predict_top_k(X, k)
+
+    @property
+    def n_features_in_(self) -> int:
+        return self.estimator.n_features_in_
+
+    @property
+    def n_labels_(self) -> int:
+        """Size of the label-id space of the re-ranker (at least the learner's)."""
+        return self.reranker_.scorer_.n_labels_
+
+    @property
+    def n_jobs(self):
+        """The learner's threads (the re-ranker runs in NumPy and its kernel)."""
+        return self.estimator.n_jobs
+
+    @n_jobs.setter
+    def n_jobs(self, value) -> None:
+        self.estimator.n_jobs = value
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "reranker_"):
+            raise NotFittedError("this Reranked model is not fitted yet; call fit(X, Y) first")
+
+    def _validate_X(self, X):
+        return self.estimator._validate_X(X)
+
+    def _predict_top_k(self, X, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return rerank_top_k(self.estimator, self.reranker_, X, k)
+
+    def _get_state(self) -> tuple[dict, dict]:
+        """The learner's state and the re-ranker's, side by side."""
+        self._check_fitted()
+        learner_params, learner_arrays = self.estimator._get_state()
+        reranker_params, reranker_arrays = self.reranker_._get_state()
+        params = {"estimator_kind": self.estimator._KIND, "estimator": learner_params,
+                  "reranker": reranker_params}
+        arrays = {ESTIMATOR_PREFIX + name: array for name, array in learner_arrays.items()}
+        return params, {**arrays, **reranker_arrays}
+
+    @classmethod
+    def _from_state(cls, params: dict, arrays: dict) -> Reranked:
+        """Rebuild the learner and the re-ranker, each checking what it reads.
+
+        Raises
+        ------
+        ModelFormatError
+            On a missing or nested learner, or a re-ranker that does not fit
+            the learner's features and labels.
+        """
+        try:
+            learner_class = estimator_class(params["estimator_kind"])
+            learner_params, reranker_params = params["estimator"], params["reranker"]
+        except (KeyError, TypeError) as exc:
+            raise ModelFormatError(f"re-ranked model: no valid learner ({exc})") from None
+        if not issubclass(learner_class, TopKEstimator) or learner_class is Reranked:
+            raise ModelFormatError(f"re-ranked model: cannot re-rank a {learner_class.__name__}")
+        estimator = learner_class._from_state(learner_params, {
+            name[len(ESTIMATOR_PREFIX):]: array for name, array in arrays.items()
+            if name.startswith(ESTIMATOR_PREFIX)})
+        reranker = Reranker._from_state(reranker_params, arrays)
+        scorer = reranker.scorer_
+        if (scorer.n_features_ != estimator.n_features_in_
+                or scorer.n_labels_ < label_id_count(estimator)):
+            raise ModelFormatError("re-ranked model: the re-ranker does not match the learner's "
+                                   "features or labels")
+        model = cls(estimator, Reranker(**reranker.get_params()))
+        model.reranker_ = reranker
+        return model
+
+
+def rerank_top_k(estimator: TopKEstimator, reranker: Reranker, X,
+                 k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The top `k` of a fitted learner's candidates for checked samples, re-ranked.
+
+    The learner proposes ``max(k, reranker.n_candidates)`` candidates.
+    """
+    n_candidates = max(k, reranker.n_candidates)
+    labels, scores = estimator._predict_top_k(X, n_candidates)
+    return reranker._rerank(X, labels, scores, k)
+
+
+def reranking_stage(model: TopKEstimator) -> Reranked:
+    """The re-ranking stage a loaded model carries.
+
+    The model itself if it is a :class:`Reranked`; for an LdSM fitted with
+    ``rerank=...``, its ``reranker_`` behind it.
+
+    Raises
+    ------
+    ValueError
+        If the model has no re-ranker.
+    """
+    if isinstance(model, Reranked):
+        return model
+    reranker = getattr(model, "reranker_", None)
+    if reranker is None:
+        raise ValueError("this model has no re-ranker; train it with a re-ranker (LdSM: "
+                         "rerank=...; any learner: xmltree.rerank.Reranked; command line: "
+                         "--rerank)")
+    stage = Reranked(model, Reranker(**reranker.get_params()))
+    stage.reranker_ = reranker
+    return stage
+
+
+def same_reranker(a: Reranker, b: Reranker) -> bool:
+    """True when two fitted re-rankers have identical settings and arrays."""
+    params_a, arrays_a = a._get_state()
+    params_b, arrays_b = b._get_state()
+    return params_a == params_b and arrays_a.keys() == arrays_b.keys() and all(
+        np.array_equal(arrays_a[name], arrays_b[name]) for name in arrays_a)
 
 
 # ----------------------------------------------------------------------------- targets
