@@ -154,7 +154,11 @@ cdef class LOMTreeBuilder:
         self.stats[node].clear()
 
     cdef void _append_leaf(self, index_t parent) noexcept nogil:
-        """Append a fresh leaf below `parent` (capacity is reserved: no reallocation)."""
+        """Append a fresh leaf below `parent`.
+
+        noexcept is safe: ``__cinit__`` reserved the capacity of every node,
+        so neither push_back allocates (an empty statistics table is moved in).
+        """
         cdef Node fresh
         fresh.n_recycled = 0
         self.nodes.push_back(fresh)
@@ -170,8 +174,12 @@ cdef class LOMTreeBuilder:
         self.regressors[slot].norm = 0.0
         self.regressors[slot].n_updates = 0
 
-    cdef ClassStats* _observe_class(self, index_t node, index_t label) noexcept nogil:
-        """Count one more example of `label` at `node` (l_v(y)++); return its statistics."""
+    cdef ClassStats* _observe_class(self, index_t node, index_t label) except NULL nogil:
+        """Count one more example of `label` at `node` (l_v(y)++); return its statistics.
+
+        A class new to the node grows its table: ``except NULL`` lets Cython
+        turn a failed allocation into MemoryError (see ``_types.pxd``).
+        """
         cdef vector[ClassStats]* table = &self.stats[node]
         cdef size_t low = 0
         cdef size_t high = table.size()
@@ -303,8 +311,8 @@ cdef class LOMTreeBuilder:
         v.score_sum += z
         return v.left if z < 0.0 else v.right
 
-    cdef void _learn_one(self, const index_t* indices, const float32_t* values, index_t nnz,
-                         index_t label) noexcept nogil:
+    cdef int _learn_one(self, const index_t* indices, const float32_t* values, index_t nnz,
+                        index_t label) except -1 nogil:
         """Algorithm 1 for one example: update, split or swap, train and descend."""
         cdef index_t node = 0
         cdef ClassStats* stats
@@ -317,6 +325,7 @@ cdef class LOMTreeBuilder:
                     break
             node = self._train_node(node, stats, indices, values, nnz)
         self.n_examples_seen += 1
+        return 0
 
     def learn(self, X, labels, order):
         """Train on the rows ``order[0], order[1], ...`` of a CSR matrix, in that order.
