@@ -32,11 +32,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _common import DEFAULT_CORPORA, write_json
 
 from xmltree.learned_tree import LearnedTree
 from xmltree.text import context_windows
-
-DEFAULT_CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 
 
 def load_clinc150(root: Path):
@@ -248,7 +247,7 @@ def main():
     rows = language_model(args) if args.task == "ptb" else classification(args)
     print_table(rows)
     if args.json:
-        Path(args.json).write_text(json.dumps({"args": vars(args), "rows": rows}, indent=2))
+        write_json(args.json, {"args": vars(args), "rows": rows})
 
 
 if __name__ == "__main__":

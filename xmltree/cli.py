@@ -7,7 +7,7 @@ train      fit a model on a data file and save it
 predict    write the top-k labels of every row of a data file
 evaluate   score a prediction file against true labels
 datasets   list the dataset registry, or summarise a data file
-benchmark  the scale benchmark on synthetic data with published shapes (JSON + PNG report)
+benchmark  the scale benchmark on synthetic data with published shapes (JSON report)
 """
 
 from __future__ import annotations
@@ -139,8 +139,9 @@ def _add_benchmark_parser(commands) -> None:
         "benchmark", help="scale benchmark on synthetic data with published shapes",
         description="Train and evaluate LdSM on synthetic data, each run in a child "
         "process, and report P@k, train time, peak RSS, model size, depth and prediction "
-        "ms/example as JSON and PNG plots. With --preset: the preset at each --scale (N and "
-        "K scaled together); without: a curve over K at fixed N (Amazon-670K-like rows).",
+        "ms/example as JSON (benchmarks/bench_scale.py adds plots). With --preset: the "
+        "preset at each --scale (N and K scaled together); without: a curve over K at fixed N "
+        "(Amazon-670K-like rows).",
     )
     benchmark.add_argument("--preset", choices=sorted(SYNTHETIC_PRESETS),
                            help="run this preset at each --scale instead of the K curve")
@@ -168,8 +169,7 @@ def _add_benchmark_parser(commands) -> None:
     benchmark.add_argument("--n-jobs", type=int, default=2, help="threads (default 2)")
     benchmark.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
     benchmark.add_argument("--output", type=Path, default=Path("scale-report"),
-                           help="report directory: scale.json and PNG plots "
-                           "(default ./scale-report)")
+                           help="report directory for scale.json (default ./scale-report)")
     benchmark.set_defaults(handler=_run_benchmark)
 
 
@@ -312,7 +312,6 @@ def _parse_setting(name: str, text: str, kind: type):
 def _run_benchmark(args) -> int:
     from . import benchmark
 
-    benchmark.require_matplotlib()
     params = {"n_trees": args.n_trees, "arity": args.arity, "max_nodes": args.max_nodes,
               "epochs": args.epochs, "n_jobs": args.n_jobs}
     for name in ("max_weights_per_regressor", "max_weights_per_example"):
@@ -321,16 +320,16 @@ def _run_benchmark(args) -> int:
     common = {"test_fraction": args.test_fraction, "seed": args.seed, "progress": not args.quiet}
     if args.preset is not None:
         results = benchmark.preset_runs(args.preset, args.scale, params, **common)
-        title, against = f"{args.preset}, scales {args.scale}", "n_samples"
+        title = f"{args.preset}, scales {args.scale}"
     else:
         results = benchmark.label_curve(args.labels, params, n_samples=args.n_samples, **common)
-        title, against = f"K curve, N = {args.n_samples}", "n_labels"
+        title = f"K curve, N = {args.n_samples}"
     args.output.mkdir(parents=True, exist_ok=True)
     settings = {key: value for key, value in vars(args).items() if key != "handler"}
     benchmark.write_report(args.output / "scale.json", settings, results)
-    plots = benchmark.plot_results(results, args.output, against=against)
     print(f"{title}, {args.n_trees} tree(s)\n{benchmark.format_table(results)}")
-    print(f"report: {args.output / 'scale.json'}, " + ", ".join(str(p) for p in plots))
+    print(f"report: {args.output / 'scale.json'} (plots: python benchmarks/bench_scale.py "
+          f"--plot-only {args.output}, in a source checkout)")
     return 0
 
 
