@@ -52,6 +52,9 @@ COMPILER_DIRECTIVES = {
 }
 
 setup(
-    ext_modules=cythonize(find_extensions(), compiler_directives=COMPILER_DIRECTIVES),
+    # cythonize compares timestamps only: a debug build regenerates every C
+    # file, which may have been generated with the checks off.
+    ext_modules=cythonize(find_extensions(), compiler_directives=COMPILER_DIRECTIVES,
+                          force=DEBUG),
     package_data={"xmltree": ["*.pxd", "**/*.pxd"]},
 )
