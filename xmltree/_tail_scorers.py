@@ -482,10 +482,9 @@ class LogisticTailScorer(_LinearTailScorer):
     Hessian of each label's objective if all its predictions were ``f_l``,
     so the frequent labels' steep directions and the rare labels' flat ones
     are both rescaled to about unit curvature, and the biases start at the
-    labels' log-odds. On Delicious (501 columns, 983 labels) this takes 44
-    iterations at penalty 1 and 129 at penalty 0.1 (an unpreconditioned
-    float64 L-BFGS from zero needed 230 at penalty 1). ``W`` is dense, so
-    this scorer is, like ridge, for up to a few thousand features;
+    labels' log-odds, which cuts the iterations several times against an
+    unpreconditioned start from zero (``benchmarks/README.md``). ``W`` is
+    dense, so this scorer is, like ridge, for up to a few thousand features;
     :meth:`fit` refuses problems whose dense arrays exceed
     ``MAX_DENSE_BYTES``.
 

@@ -82,30 +82,25 @@ class LdSM(TopKEstimator):
     weight_threshold : float or None, default=0.05
         Trained weights with a smaller magnitude are dropped, keeping nodes
         sparse; ``None`` uses ``1 / n_features`` as the authors do. 0.05
-        stores 1.5-2.5x fewer weights than the authors' choice on Bibtex and
-        Delicious at equal or better precision (``benchmarks/README.md``).
+        stores fewer weights than the authors' choice at equal or better
+        precision (measured in ``benchmarks/README.md``).
     leaf_scores : {"distribution", "frequency"}, default="distribution"
         What a leaf scores each label of its training examples with: its
         share of their label occurrences (the paper's normalised histogram,
         so every prediction's scores sum to 1), or the fraction of the
         examples that carry it (an estimate of P(label | leaf), which does
-        not penalise leaves whose examples have many labels). On held-out
-        training rows with 50 trees, "frequency" gains 1.8 points of P@1 on
-        Bibtex and loses 0.2 on Delicious (``benchmarks/README.md``): use it
-        for data with few labels per example.
+        not penalise leaves whose examples have many labels). "frequency"
+        suits data with few labels per example (Bibtex rather than
+        Delicious; measured in ``benchmarks/README.md``).
     leaf_aggregation : {"mean", "sum"}, default="mean"
         How a tree scores an example that reaches several of its leaves:
         with the average of their scores (the paper's Algorithm 2), or with
         their sum, so that a tree that sends the example down several paths
         weighs more in the ensemble's average and labels found on several of
-        those paths rank higher. Used at prediction only. With frequency
-        leaves and 50 trees, "sum" moves Bibtex P@1 / P@3 / P@5 by +0.2 /
-        +0.3 / +0.2 points on average over three held-out splits of the
-        training rows (P@1 from -0.4 to +1.1), by +0.04 / 0 / +0.02 on the
-        test split, and costs Delicious 0.3-0.8 points of P@k
-        (``benchmarks/README.md``): ``leaf_scores="frequency",
-        leaf_aggregation="sum"`` is the best setting found for data with few
-        labels per example.
+        those paths rank higher. Used at prediction only.
+        ``leaf_scores="frequency", leaf_aggregation="sum"`` is the best
+        setting found for data with few labels per example, a small gain
+        there and a loss on data with many (``benchmarks/README.md``).
     max_weights_per_regressor : int or None, default=2048
     max_weights_per_example : float or None, default=4.0
         Weight budget of a regressor (biases aside): at most ``max(
@@ -114,13 +109,13 @@ class LdSM(TopKEstimator):
         to smaller feature ids), enforced after every training epoch so that
         the surviving weights adapt. Without a budget a node keeps a weight
         for most features its examples touch, and a tree grows like nodes x
-        min(n_features, examples per node x non-zeros per example): about
-        3.6 GB per tree on Amazon-670K-shaped data. With it, the wide nodes near the
-        root keep weights in proportion to their data, every other node at
-        most ``max_weights_per_regressor``. The defaults never bind when
-        ``n_features <= 2048`` (Bibtex, Delicious); on the Amazon-670K shape
-        they make the model 1.8x smaller at scale 0.1 and 2.5x at 0.2, for
-        about 1-2 points of P@1 (``benchmarks/README.md``, "Scale"). One of
+        min(n_features, examples per node x non-zeros per example), which is
+        gigabytes per tree on Amazon-670K-shaped data. With it, the wide
+        nodes near the root keep weights in proportion to their data, every
+        other node at most ``max_weights_per_regressor``. The defaults never
+        bind when ``n_features <= 2048`` (Bibtex, Delicious); on large
+        feature spaces they make the model several times smaller for a
+        point or two of P@1 (``benchmarks/README.md``, "Scale"). One of
         them ``None``: the other alone sets the budget; both: no budget.
     random_state : int or None, default=None
         Seed of the whole ensemble. Each tree gets its own 64-bit seed from

