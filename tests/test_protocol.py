@@ -133,3 +133,5 @@ def test_a_stage_needs_a_fitted_learner_of_label_ids():
         Reranked(named, Reranker()).fit(X, Y)
     with pytest.raises(xmltree.NotFittedError):
         Reranked(named, Reranker()).predict_top_k(X, 2)
+    unfitted = pickle.loads(pickle.dumps(Reranked(named, Reranker(alpha=0.2))))
+    assert unfitted.reranker.alpha == 0.2 and not hasattr(unfitted, "reranker_")

@@ -498,6 +498,7 @@ class Reranker(Estimator):
 
     def _get_state(self) -> tuple[dict, dict[str, np.ndarray]]:
         """Return JSON-able settings and ``STATE_PREFIX``-named arrays of a fitted re-ranker."""
+        self._check_fitted()
         scorer = self.scorer_
         params = {
             **self._json_params(),
