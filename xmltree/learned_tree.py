@@ -113,6 +113,8 @@ class LearnedTree(TopKEstimator):
     ----------
     classes_ : numpy.ndarray
         Label values; label index ``i`` in the tree stands for ``classes_[i]``.
+    n_features_in_ : int
+        Width of the feature space (of the vectorizer's, when fitted on text).
     tree_ : xmltree.label_tree.LabelTree
         The (final) label tree.
     vectorizer_ : TextVectorizer or None
