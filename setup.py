@@ -171,10 +171,12 @@ class BuildExt(build_ext):
             link_flags += openmp[1]
         # cythonize returns new Extension objects; setuptools keeps state on
         # the originals, so only their sources (now .c / .cpp) are taken over.
-        # force: `build_ext --force` also regenerates the C (e.g. after
-        # switching XMLTREE_DEBUG, which Cython's timestamps cannot see).
+        # cythonize compares timestamps only: a debug build (and `build_ext
+        # --force`) regenerates every C file, which may have been generated
+        # with the checks off.
         cythonized = {ext.name: ext for ext in cythonize(
-            self.extensions, compiler_directives=COMPILER_DIRECTIVES, force=self.force)}
+            self.extensions, compiler_directives=COMPILER_DIRECTIVES,
+            force=self.force or DEBUG)}
         for ext in self.extensions:
             ext.sources = cythonized[ext.name].sources
             ext.include_dirs.append(np.get_include())

@@ -19,26 +19,19 @@ repository) in the ``<name>/train.txt`` + ``<name>/test.txt`` layout.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 from pathlib import Path
 
 import numpy as np
+from _common import DEFAULT_DATA_HOME, load_split, write_json
 
 from xmltree.benchmark import METRIC_KEYS, measure
 from xmltree.cli import _rerank_setting
-from xmltree.datasets import load_dataset, write_xc
+from xmltree.datasets import write_xc
 from xmltree.metrics import inverse_propensity
 
-DEFAULT_DATA_HOME = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 PEERS = ("napkinxc-plt", "napkinxc-ovr", "omikuji-parabel", "omikuji-bonsai")
-
-
-def load_split(data_home: Path, name: str):
-    """Train and test matrices of a registered dataset, in one feature and label space."""
-    (X_train, Y_train), (X_test, Y_test) = load_dataset(name, data_home, subset="both")
-    return X_train, Y_train, X_test, Y_test
 
 
 # ----------------------------------------------------------------------------- models
@@ -215,7 +208,7 @@ def main(argv=None) -> None:
         print_table(dataset, rows)
         results[dataset] = [r for _, r in rows]
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+        write_json(args.json, {"datasets": results})
     if args.plots:
         plot(results, args.plots, params.get("arity", 2))
 

@@ -32,11 +32,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _common import DEFAULT_CORPORA, write_json
 
 from xmltree.learned_tree import LearnedTree
 from xmltree.text import context_windows
-
-DEFAULT_CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 
 
 def load_clinc150(root: Path):
@@ -89,7 +88,7 @@ def run_learned_tree(kind, arity, args, train_x, train_sets, names, test_x, test
     model.fit(train_x, y)
     train_time = time.perf_counter() - start
     start = time.perf_counter()
-    top, _ = model.predict_topk(test_x, 1)
+    top, _ = model.predict_top_k(test_x, 1)
     test_time = time.perf_counter() - start
     p1 = precision_at_1([names[i] for i in top[:, 0]], test_sets)
     depth = model.tree_.label_depth
@@ -187,7 +186,7 @@ def language_model(args):
         perplexity = model.perplexity(X_test, y_test)
         test_time = time.perf_counter() - start
         start = time.perf_counter()
-        model.predict_topk(X_test[:args.predict_rows], 1)
+        model.predict_top_k(X_test[:args.predict_rows], 1)
         top1_time = time.perf_counter() - start
         rows.append({"model": f"LearnedTree[{kind}]", "arity": model.tree_.arity,
                      "depth": int(model.tree_.max_depth), "perplexity": perplexity,
@@ -248,7 +247,7 @@ def main():
     rows = language_model(args) if args.task == "ptb" else classification(args)
     print_table(rows)
     if args.json:
-        Path(args.json).write_text(json.dumps({"args": vars(args), "rows": rows}, indent=2))
+        write_json(args.json, {"args": vars(args), "rows": rows})
 
 
 if __name__ == "__main__":

@@ -31,18 +31,17 @@ Examples
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+from _common import DEFAULT_DATA_HOME, write_json
 
 from xmltree.datasets import load_dataset, make_synthetic
 from xmltree.lomtree import LOMTree, to_multiclass
 
-DEFAULT_DATA_HOME = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 MODELS = ("lomtree", "vw-log-multi", "ova-sgd")
 SEED = 0
 
@@ -325,8 +324,7 @@ def main(argv=None):
     if len(args.data_seeds) > 1:
         print("\n".join(summarize_seeds(results)))
     if args.json:
-        args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()},
-                                         "results": results}, indent=2))
+        write_json(args.json, {"args": vars(args), "results": results})
 
 
 if __name__ == "__main__":

@@ -20,13 +20,13 @@ Example::
 """
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+from _common import write_json
 
 from xmltree.datasets import read_libsvm
 
@@ -185,7 +185,7 @@ def main(argv=None):
             "agree": agree,
             "results": rows,
         }
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+        write_json(args.json, report)
 
 
 if __name__ == "__main__":

@@ -25,19 +25,18 @@ and run against an older build (``PYTHONPATH=old/checkout``) it gives a speed ra
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from _common import DEFAULT_DATA_HOME, write_json
 
 import xmltree
 from xmltree.datasets import load_dataset
 from xmltree.ldsm import merge
 
-DEFAULT_DATA_HOME = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "xmltree-bench-predict"
 
 logger = logging.getLogger("bench_predict")
@@ -116,7 +115,7 @@ def main():
                     np.savez(args.dump_dir / f"{name}-{n_trees}-{threads}.npz",
                              labels=labels, scores=scores)
     if args.json is not None:
-        args.json.write_text(json.dumps(rows, indent=2))
+        write_json(args.json, {"rows": rows})
 
 
 if __name__ == "__main__":

@@ -40,19 +40,15 @@ Examples
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from _common import DEFAULT_DATA_HOME, load_split, write_json
 
 from xmltree.metrics import evaluate, inverse_propensity
 from xmltree.rerank import Reranker
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_ldsm import DEFAULT_DATA_HOME, load_split  # noqa: E402
 
 METRIC_KEYS = [f"{m}@{k}" for m in ("P", "PSP", "PSnDCG") for k in (1, 3, 5)]
 # Re-ranker settings are Reranker keyword arguments.
@@ -334,7 +330,7 @@ def main(argv=None) -> None:
         print_table(dataset, rows)
         results["datasets"][dataset] = {"test": rows, "validation_grid": tuning}
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+        write_json(args.json, results)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 
 import numpy as np
-from bench_ldsm import DEFAULT_DATA_HOME, load_split
+from _common import DEFAULT_DATA_HOME, load_split, write_json
 
 import xmltree
 
@@ -36,6 +36,7 @@ def main(argv=None) -> None:
     parser.add_argument("--dataset", default="delicious")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, default=Path("objective_by_depth.png"))
+    parser.add_argument("--json", type=Path, help="also write the mean traces to this file")
     args = parser.parse_args(argv)
 
     import matplotlib
@@ -57,6 +58,9 @@ def main(argv=None) -> None:
     fig.tight_layout()
     fig.savefig(args.output, dpi=120)
     print(f"wrote {args.output}")
+    if args.json:
+        write_json(args.json, {"args": vars(args), "mean_objective_by_depth": {
+            int(depth): trace.tolist() for depth, trace in traces.items()}})
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from bench_ldsm import DEFAULT_DATA_HOME, load_split
+from _common import DEFAULT_DATA_HOME, load_split, write_json
 from sweep_ldsm import holdout_split
 
 import xmltree
@@ -109,6 +109,7 @@ def main(argv=None) -> None:
     parser.add_argument("--threshold", type=float, nargs="+", default=[0.5])
     parser.add_argument("--weighting", nargs="+", default=["none"], choices=list(WEIGHTINGS))
     parser.add_argument("--exponent", type=float, nargs="+", default=[1.0, 0.0])
+    parser.add_argument("--json", type=Path, help="also write the results to this file")
     args = parser.parse_args(argv)
 
     X_train, Y_train, _, _ = load_split(args.data_home, args.dataset)
@@ -117,10 +118,13 @@ def main(argv=None) -> None:
                          random_state=args.seed, n_jobs=2).fit(X_fit, Y_fit)
     X_held64 = sp.csr_matrix(X_held, dtype=np.float64)
     print("threshold weighting exponent |  P@1   P@3   P@5 | kernel P@1 P@3 P@5")
+    rows = []
     for threshold, weighting, exponent in itertools.product(args.threshold, args.weighting,
                                                             args.exponent):
         labels = top_k(ensemble_scores(model, X_held64, threshold, weighting, exponent))
         result = evaluate(Y_held, labels)
+        rows.append({"threshold": threshold, "weighting": weighting, "exponent": exponent,
+                     **result})
         line = (f"{threshold:9.2f} {weighting:>9} {exponent:8.2f} | "
                 + " ".join(f"{100 * result[f'P@{k}']:5.2f}" for k in (1, 3, 5)))
         if threshold == 0.5 and weighting == "none" and exponent in (0.0, 1.0):
@@ -129,6 +133,8 @@ def main(argv=None) -> None:
             check = evaluate(Y_held, kernel.predict(X_held, k=5)[0])
             line += " | " + " ".join(f"{100 * check[f'P@{k}']:5.2f}" for k in (1, 3, 5))
         print(line, flush=True)
+    if args.json:
+        write_json(args.json, {"args": vars(args), "rows": rows})
 
 
 if __name__ == "__main__":

@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import time
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from bench_ldsm import DEFAULT_DATA_HOME, load_split
+from _common import DEFAULT_DATA_HOME, load_split, write_json
 
 import xmltree
 from xmltree.ldsm import merge
@@ -139,7 +138,7 @@ def main(argv=None) -> None:
                   + " ".join(f"{100 * result[f'PSP@{k}']:5.2f}" for k in (1, 3, 5))
                   + f" | {cpu:5.1f} | {n_weights}", flush=True)
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=2))
+        write_json(args.json, {"rows": rows})
 
 
 if __name__ == "__main__":

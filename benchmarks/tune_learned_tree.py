@@ -27,14 +27,10 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
-import sys
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_learned_tree import DEFAULT_CORPORA, build_parser, classification  # noqa: E402
+from _common import write_json
+from bench_learned_tree import DEFAULT_CORPORA, build_parser, classification
 
 TREES = ["random", "huffman", "learned"]
 
@@ -122,9 +118,8 @@ def main() -> None:
         mean, error = paired_difference(test, arity)
         print(f"learned - Huffman, M = {arity}: {mean:+.4f} (standard error {error:.4f})")
     if options.json:
-        Path(options.json).write_text(json.dumps(
-            {"args": vars(options), "chosen": best, "held_out": held_out, "test": test},
-            indent=2))
+        write_json(options.json, {"args": vars(options), "chosen": best,
+                                   "held_out": held_out, "test": test})
 
 
 if __name__ == "__main__":

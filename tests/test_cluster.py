@@ -62,7 +62,7 @@ def test_first_tree_selects_a_slice_of_the_seeded_ensemble(problem):
 def test_merged_model_averages_the_trees_of_its_shards(rng):
     a, _ = model_from_random_trees(rng, n_trees=3)
     b, _ = model_from_random_trees(rng, n_trees=1)
-    X = sp.random(40, a.n_features_, density=0.3, random_state=1, format="csr",
+    X = sp.random(40, a.n_features_in_, density=0.3, random_state=1, format="csr",
                   dtype=np.float32)
     merged = merge([a, b])
     assert len(merged.trees_) == merged.n_trees == 4
@@ -97,8 +97,8 @@ def test_merge_refuses_incompatible_hyper_parameters(rng, change, problem_name):
 def test_merge_refuses_other_shapes_duplicates_and_bad_input(rng):
     a, trees = model_from_random_trees(rng, n_trees=2)
     wider = LdSM(n_trees=2)
-    wider._set_trees(trees, a.n_features_ + 1, a.n_labels_)
-    with pytest.raises(ValueError, match="n_features_="):
+    wider._set_trees(trees, a.n_features_in_ + 1, a.n_labels_)
+    with pytest.raises(ValueError, match="n_features_in_="):
         merge([a, wider])
     a.set_params(random_state=4)
     twin, _ = model_from_random_trees(rng, n_trees=3)

@@ -166,7 +166,7 @@ def test_fitted_attributes_and_objective_trace(rng):
     np.testing.assert_array_equal(model.n_nodes_, [t["first_child"].size for t in trees])
     np.testing.assert_array_equal(model.n_leaves_, [np.sum(t["first_child"] < 0) for t in trees])
     np.testing.assert_array_equal(model.depth_, [t["depth"].max() for t in trees])
-    assert model.n_features_ == N_FEATURES and model.n_labels_ == N_LABELS
+    assert model.n_features_in_ == N_FEATURES and model.n_labels_ == N_LABELS
     with pytest.raises(ValueError, match="read-only"):
         model.trees_[0]["weight_values"][0] = 1.0
     tree = trees[1]
@@ -421,7 +421,7 @@ def test_files_without_leaf_settings_load_as_averaged_distributions(rng, tmp_pat
 
 def test_summed_leaves_are_saved_and_change_only_the_scores(rng, tmp_path):
     model, _ = model_from_random_trees(rng, n_trees=3, arity=3)
-    X = random_features(rng, 60, model.n_features_)
+    X = random_features(rng, 60, model.n_features_in_)
     summed = merge([model.set_params(leaf_aggregation="sum")])
     counts = summed.leaves_reached(X)
     np.testing.assert_array_equal(counts, model.leaves_reached(X))
@@ -597,7 +597,7 @@ def test_rerank_settings_reach_the_reranker_and_survive_params_and_save_load(rng
 @pytest.mark.parametrize("rerank,message", [
     ({"alhpa": 0.3}, "unknown re-ranker parameter 'alhpa'"),
     ({"alpha": 2.0}, "rerank: alpha must be in"),
-    ({"n_candidates": 2.5}, "rerank: n_candidates must be a positive integer"),
+    ({"n_candidates": 2.5}, "rerank: n_candidates must be an integer >= 1"),
     ({"method": "harmonic"}, "rerank: method must be one of"),
     ("yes", "rerank must be True, False or a dict"),
     (1, "rerank must be True, False or a dict"),

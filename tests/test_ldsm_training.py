@@ -14,7 +14,6 @@ from ldsm_reference import Xoshiro, nag_step, sgd_step, train_node
 from xmltree._ldsm import _py_train_node, build_tree
 from xmltree._optim import _py_nag_step, _py_sgd_step
 from xmltree._random import _py_draw
-from xmltree.exceptions import DataFormatError
 
 NODE_SETTINGS = dict(epochs=3, lambda1=2.0, lambda2=1.0, learning_rate=0.3)
 TREE_SETTINGS = dict(arity=2, max_nodes=41, epochs=3, lambda1=2.0, lambda2=1.0,
@@ -376,50 +375,3 @@ def test_unlabelled_examples_do_not_crash(rng):
     X = make_csr(np.vstack([X.toarray(), np.ones((5, X.shape[1]))]))
     tree = build_tree(X, Y, **TREE_SETTINGS)
     assert tree["n_samples"][0] == 45
-
-
-@pytest.mark.parametrize("change,error,match", [
-    (dict(arity=1), ValueError, "arity"),
-    (dict(max_nodes=0), ValueError, "max_nodes"),
-    (dict(epochs=-1), ValueError, "epochs"),
-    (dict(optimizer="adam"), ValueError, "optimizer"),
-    (dict(routing="soft"), ValueError, "routing"),
-    (dict(learning_rate=0.0), ValueError, "learning_rate"),
-    (dict(lambda1=float("nan")), ValueError, "lambda1"),
-    (dict(weight_threshold=-1.0), ValueError, "weight_threshold"),
-    (dict(seed=-1), ValueError, "seed"),
-    (dict(seed=2**64), ValueError, "seed"),
-    (dict(leaf_scores="counts"), ValueError, "leaf_scores"),
-    (dict(max_weights=0), ValueError, "max_weights"),
-    (dict(max_weights=2.5), ValueError, "max_weights"),
-    (dict(weights_per_row=0.0), ValueError, "weights_per_row"),
-    (dict(weights_per_row=float("inf")), ValueError, "weights_per_row"),
-])
-def test_bad_settings_are_rejected(rng, change, error, match):
-    X, Y = random_problem(rng)
-    with pytest.raises(error, match=match):
-        build_tree(X, Y, **dict(TREE_SETTINGS, **change))
-
-
-def test_bad_matrices_are_rejected(rng):
-    X, Y = random_problem(rng)
-    with pytest.raises(DataFormatError, match="rows"):
-        build_tree(make_csr(X.toarray()[:-1]), Y, **TREE_SETTINGS)
-    with pytest.raises(TypeError, match="int64 indptr"):
-        build_tree(sp.csr_matrix(X.toarray()), Y, **TREE_SETTINGS)
-    with pytest.raises(TypeError, match="CSR"):
-        build_tree(X.toarray(), Y, **TREE_SETTINGS)
-    bad = make_csr(X.toarray())
-    bad.data[0] = np.nan
-    with pytest.raises(DataFormatError, match="NaN"):
-        build_tree(bad, Y, **TREE_SETTINGS)
-    unsorted = make_csr(X.toarray())
-    row = int(np.argmax(np.diff(unsorted.indptr)))
-    lo = unsorted.indptr[row]
-    unsorted.indices[lo:lo + 2] = unsorted.indices[lo:lo + 2][::-1]
-    with pytest.raises(DataFormatError, match="unsorted"):
-        build_tree(unsorted, Y, **TREE_SETTINGS)
-    out_of_range = make_csr(Y.toarray())
-    out_of_range.indices[0] = Y.shape[1]
-    with pytest.raises(DataFormatError, match="out of range"):
-        build_tree(X, out_of_range, **TREE_SETTINGS)

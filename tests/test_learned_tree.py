@@ -5,6 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 from xmltree import _learned_tree as kernels
+from xmltree._validation import check_features, check_labels
 from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
 from xmltree.label_tree import EMPTY, huffman_tree, random_tree
 from xmltree.learned_tree import LearnedTree, fit_text_file
@@ -23,8 +24,7 @@ def random_model(rng, tree, n_features=12, dim=5, scale=1.0):
 def random_rows(rng, n_rows, n_features, density=0.4):
     X = sp.random(n_rows, n_features, density=density, format="csr", random_state=rng,
                   data_rvs=lambda n: rng.integers(1, 4, n).astype(np.float32))
-    X.sort_indices()
-    return X.indptr.astype(np.int64), X.indices.astype(np.int32), X.data.astype(np.float32)
+    return check_features(X)
 
 
 def softmax_masked(logits, mask):
@@ -48,7 +48,7 @@ def reference_step(model, rows, row, label, lr, squares=None):
     emb, w, b, children, path_nodes, path_slots, depth = model
     emb, w, b = emb.astype(np.float64), w.astype(np.float64), b.astype(np.float64)
     sq_emb, sq_w, sq_b = [None] * 3 if squares is None else squares
-    indptr, indices, values = rows
+    indptr, indices, values = rows.indptr, rows.indices, rows.data
     feats, vals = indices[indptr[row]:indptr[row + 1]], values[indptr[row]:indptr[row + 1]]
     h = (vals[:, None] * emb[feats]).sum(0) / vals.sum()
     grad_h = np.zeros_like(h)
@@ -165,10 +165,9 @@ def test_training_step_matches_numpy_reference(rng, with_stats, optimizer):
     if with_stats:
         stats = (np.zeros((7, tree.max_depth, 3), np.float32),
                  np.zeros((7, tree.max_depth), np.float32))
-    loss = kernels.train_epoch_part(model, rows, np.array([0, 1, 2, 3, 4], np.int64),
-                                    np.array([0, 0, label, 0], np.int32),
-                                    np.array([row], np.int32), lr, 0.0, 0.1, stats, 1, 0,
-                                    squares)
+    one_label = check_labels([[0], [0], [label], [0]], n_labels=7)
+    loss = kernels.train_epoch_part(model, rows, one_label, np.array([row], np.int32), lr, 0.0,
+                                    0.1, stats, 1, 0, squares)
     assert loss == pytest.approx(expected[3], rel=1e-5)
     for got, want in zip(model[:3], expected[:3]):
         np.testing.assert_allclose(got, want, atol=1e-5)
@@ -265,7 +264,13 @@ def test_multilabel_rows_and_extra_classes(rng):
     model.fit(X, Y, classes=6)
     assert model.classes_.tolist() == list(range(6))
     assert model.label_counts_[4] == 0
-    assert model.predict_topk(X, 6)[0].shape == (50, 6)
+    labels, probabilities = model.predict_top_k(X, 6)
+    assert labels.shape == (50, 6) and np.all(np.sort(labels, axis=1) == np.arange(6))
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-6)
+    with pytest.warns(FutureWarning, match="predict_top_k"):
+        indices, log_proba = model.predict_topk(X, 6)
+    np.testing.assert_array_equal(indices, labels)
+    np.testing.assert_array_equal(np.exp(log_proba), probabilities)
 
 
 def test_language_model_depth_constrained(rng):
@@ -354,7 +359,8 @@ def test_bad_input_is_reported(rng):
         LearnedTree().predict(X)
     model = LearnedTree(dim=2, epochs=1).fit(X, [0, 1, 0, 1])
     with pytest.raises(ValueError, match="k must be"):
-        model.predict(X, k=3)
+        model.predict(X, k=0)
+    assert np.all(model.predict(X, k=3)[:, 2] == -1)  # past the 2 labels: padding
     with pytest.raises(DataFormatError, match="not seen"):
         model.score(X, [0, 1, 2, 1])
     with pytest.raises(DataFormatError, match="features"):

@@ -8,6 +8,7 @@ import scipy.sparse as sp
 from lomtree_reference import ReferenceLOMTree, ReferenceRegressor, log_sigmoid, rows_of
 
 from xmltree import _lomtree
+from xmltree._validation import check_features
 from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
 from xmltree.lomtree import LOMTree, to_multiclass
 
@@ -45,7 +46,7 @@ def separable_problem(seed, n_samples=1200, n_features=40, n_classes=12):
 def train_builder(X, y, max_internal_nodes, optimizer, swap_resistance=4.0, loss="hinge"):
     builder = _lomtree.LOMTreeBuilder(X.shape[1], int(y.max()) + 1, max_internal_nodes,
                                       swap_resistance, optimizer, 0.5, loss)
-    builder.learn(X.indptr.astype(np.int64), X.indices, X.data, y, np.arange(X.shape[0]))
+    builder.learn(check_features(X), y, np.arange(X.shape[0]))
     return builder
 
 
@@ -104,7 +105,7 @@ def test_kernel_matches_reference_exactly(optimizer, seed, loss):
     assert builder.n_swaps == reference.n_swaps
     assert_same_state(builder.get_state(), reference_arrays(reference))
     expected_leaves = [reference.leaf_of(x) for x in rows_of(X)]
-    np.testing.assert_array_equal(builder.leaves(X.indptr.astype(np.int64), X.indices, X.data),
+    np.testing.assert_array_equal(builder.leaves(check_features(X)),
                                   expected_leaves)
 
 
@@ -119,10 +120,10 @@ def test_kernel_matches_reference_with_large_budget(loss):
 def test_beam_search_matches_reference_and_brute_force(loss, c):
     X, y = drifting_stream(7, n_samples=300, n_classes=10)
     builder, reference = train_both(X, y, 9, loss=loss)
-    indptr = X.indptr.astype(np.int64)
+    X = check_features(X)
     for width in (1, 2, 3, 19):
         expected = [reference.leaf_of(x, width, c) for x in rows_of(X)]
-        np.testing.assert_array_equal(builder.leaves(indptr, X.indices, X.data, width, c),
+        np.testing.assert_array_equal(builder.leaves(X, width, c),
                                       expected, err_msg=f"beam_width={width}")
     nodes = reference.nodes
     margins = builder.routing_margins()
@@ -131,7 +132,7 @@ def test_beam_search_matches_reference_and_brute_force(loss, c):
     # A beam as wide as the tree explores every path: it must find the leaf
     # of largest path log-probability, computed here leaf by leaf.
     leaves = [j for j, node in enumerate(nodes) if node.is_leaf()]
-    found = builder.leaves(indptr, X.indices, X.data, len(nodes), c)
+    found = builder.leaves(X, len(nodes), c)
     for x, leaf in zip(rows_of(X), found):
         def path_log_prob(j, x=x):
             total = 0.0
@@ -149,9 +150,9 @@ def test_beam_search_matches_reference_and_brute_force(loss, c):
 def test_predict_topk_matches_reference(loss, c):
     X, y = drifting_stream(8, n_samples=300, n_classes=10)
     builder, reference = train_both(X, y, 9, loss=loss)
-    indptr = X.indptr.astype(np.int64)
+    X = check_features(X)
     for width, k in ((1, 3), (2, 1), (3, 4), (8, 10), (19, 2)):
-        labels, scores = builder.predict_topk(indptr, X.indices, X.data, k, 2, width, c)
+        labels, scores = builder.predict_top_k(X, k, 2, width, c)
         for row, x in enumerate(rows_of(X)):
             expected = reference.predict_topk(x, k, width, c)
             assert len(expected) == k  # every class was seen by this stream
@@ -217,31 +218,6 @@ def test_tree_invariants_after_swaps():
     assert counts[left < 0].sum() <= X.shape[0]
 
 
-def test_builder_rejects_out_of_range_input():
-    X, y = drifting_stream(0, n_samples=20)
-    builder = _lomtree.LOMTreeBuilder(X.shape[1], 8, 3, 4.0, "nag", 0.5, "hinge")
-    indptr = X.indptr.astype(np.int64)
-    with pytest.raises(ValueError, match="labels"):
-        builder.learn(indptr, X.indices, X.data, y + 8, np.arange(20))
-    with pytest.raises(ValueError, match="order"):
-        builder.learn(indptr, X.indices, X.data, y, np.array([0, 20]))
-    bad = X.indices.copy()
-    bad[0] = X.shape[1]
-    with pytest.raises(ValueError, match="feature index"):
-        builder.leaves(indptr, bad, X.data)
-    with pytest.raises(ValueError, match="indptr"):
-        builder.leaves(indptr[:-1], X.indices, X.data)
-    with pytest.raises(ValueError, match="beam_width"):
-        builder.leaves(indptr, X.indices, X.data, 0)
-    with pytest.raises(ValueError, match="beam_width"):
-        builder.predict_topk(indptr, X.indices, X.data, 1, 1, 0)
-    for scale in (0.0, -1.0, math.inf, math.nan):
-        with pytest.raises(ValueError, match="beam_scale"):
-            builder.leaves(indptr, X.indices, X.data, 2, scale)
-        with pytest.raises(ValueError, match="beam_scale"):
-            builder.predict_topk(indptr, X.indices, X.data, 1, 1, 2, scale)
-
-
 # ---------------------------------------------------------------------- estimator
 
 
@@ -263,7 +239,7 @@ def test_predict_topk_matches_leaf_histograms():
     X, y = separable_problem(1, n_classes=9)
     labels = y * 10 + 3  # non-contiguous class labels must round-trip
     model = LOMTree(beam_width=1).fit(X, labels)
-    top, scores = model.predict_topk(X[:200], 4)
+    top, scores = model.predict_top_k(X[:200], 4)
     state = model._builder.get_state()
     ptr = state["stats_ptr"]
     for row, leaf in enumerate(model.apply(X[:200])):
@@ -283,13 +259,12 @@ def test_predict_topk_matches_leaf_histograms():
 def test_beam_scale_reaches_the_kernel(loss):
     X, y = drifting_stream(4, n_samples=300, n_classes=10)
     model = LOMTree(loss=loss, beam_width=3).fit(X, y)
-    indptr = X.indptr.astype(np.int64)
+    checked = check_features(X)
     for c in (2.0, 0.3, 7.0):  # set on the fitted model: prediction only
         model.beam_scale = c
-        np.testing.assert_array_equal(model.apply(X), model._builder.leaves(
-            indptr, X.indices, X.data, 3, c))
-        top, scores = model.predict_topk(X, 3)
-        expected = model._builder.predict_topk(indptr, X.indices, X.data, 3, 1, 3, c)
+        np.testing.assert_array_equal(model.apply(X), model._builder.leaves(checked, 3, c))
+        top, scores = model.predict_top_k(X, 3)
+        expected = model._builder.predict_top_k(checked, 3, 1, 3, c)
         np.testing.assert_array_equal(top, model.classes_[expected[0]])
         np.testing.assert_array_equal(scores, expected[1])
     model.beam_scale = -1.0
@@ -316,7 +291,7 @@ def test_save_load_roundtrip_predicts_and_keeps_training(tmp_path):
     model.save(tmp_path / "tree.npz")
     loaded = LOMTree.load(tmp_path / "tree.npz")
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
-    np.testing.assert_array_equal(loaded.predict_topk(X, 3)[1], model.predict_topk(X, 3)[1])
+    np.testing.assert_array_equal(loaded.predict_top_k(X, 3)[1], model.predict_top_k(X, 3)[1])
     model.partial_fit(X[400:], y[400:])
     loaded.partial_fit(X[400:], y[400:])
     assert_same_state(model._get_state()[1], loaded._get_state()[1])
@@ -337,7 +312,7 @@ def test_load_model_written_before_the_loss_option(tmp_path):
 def test_predict_topk_completes_with_unseen_classes():
     X, y = separable_problem(4, n_samples=200, n_classes=3)
     model = LOMTree().partial_fit(X, y, classes=[0, 1, 2, 5, 9])
-    top, scores = model.predict_topk(X[:20], 5)
+    top, scores = model.predict_top_k(X[:20], 5)
     for row in range(20):
         assert sorted(top[row]) == [0, 1, 2, 5, 9]
         np.testing.assert_array_equal(top[row, 3:], [5, 9])  # never seen: last, score 0
@@ -432,7 +407,11 @@ def test_partial_fit_and_predict_misuse():
     with pytest.raises(DataFormatError, match="features"):
         model.predict(sp.hstack([X, X]).tocsr())
     with pytest.raises(ValueError, match="k must be"):
-        model.predict_topk(X, 5)
+        model.predict_top_k(X, 0)
+    top, scores = model.predict_top_k(X, 5)  # past the 4 classes: padding
+    assert np.all(top[:, 4] == -1) and np.all(scores[:, 4] == 0)
+    with pytest.warns(FutureWarning, match="predict_top_k"):
+        np.testing.assert_array_equal(model.predict_topk(X, 4)[0], top[:, :4])
 
 
 def _tampered(tmp_path, change):

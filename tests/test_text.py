@@ -70,9 +70,9 @@ def test_bad_parameters_and_unfitted():
 
 def test_state_round_trip_with_unicode():
     vec = TextVectorizer(ngrams=2, buckets=10).fit(["naïve café 東京", "café"])
-    params, arrays = vec.get_state()
+    params, arrays = vec._get_state()
     assert arrays["vocabulary_data"].dtype == np.uint8
-    again = TextVectorizer.from_state(params, arrays)
+    again = TextVectorizer._from_state(params, arrays)
     assert again.vocabulary_ == vec.vocabulary_
     docs = ["café 東京 naïve"]
     np.testing.assert_array_equal(again.transform(docs).toarray(), vec.transform(docs).toarray())
@@ -80,15 +80,16 @@ def test_state_round_trip_with_unicode():
 
 def test_corrupt_state_is_rejected():
     vec = TextVectorizer().fit(["a b"])
-    params, arrays = vec.get_state()
+    params, arrays = vec._get_state()
     bad = dict(arrays, vocabulary_offsets=np.array([0, 5, 1], dtype=np.int64))
     with pytest.raises(ModelFormatError):
-        TextVectorizer.from_state(params, bad)
+        TextVectorizer._from_state(params, bad)
     with pytest.raises(ModelFormatError):
-        TextVectorizer.from_state({"ngrams": 1}, arrays)
+        TextVectorizer._from_state({"ngrams": 1}, arrays)
     data, offsets = encode_strings(["a", "a"])
     with pytest.raises(ModelFormatError, match="duplicate"):
-        TextVectorizer.from_state(params, {"vocabulary_data": data, "vocabulary_offsets": offsets})
+        TextVectorizer._from_state(params,
+                                   {"vocabulary_data": data, "vocabulary_offsets": offsets})
 
 
 def test_string_table_rejects_bad_utf8():

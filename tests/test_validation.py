@@ -78,3 +78,93 @@ def test_bad_labels_are_rejected():
         check_labels([["a"]])
     with pytest.raises(DataFormatError, match="X has 3"):
         check_labels([[0]], n_samples=3)
+
+
+def test_shapes_beyond_the_int32_ids_of_the_kernels_are_rejected():
+    with pytest.raises(DataFormatError, match="int32 index range"):
+        check_features(sp.csr_matrix((1, 2**31), dtype=np.float32))
+    with pytest.raises(DataFormatError, match="int32 index range"):
+        check_labels(sp.csr_matrix((1, 2**31), dtype=np.float32))
+
+
+# ----------------------------------------------------------------------------- checked once
+
+
+@pytest.fixture
+def check_calls(monkeypatch):
+    """Count the calls of check_features and check_labels from anywhere in xmltree."""
+    import sys
+
+    from xmltree import _validation
+
+    calls = {"check_features": 0, "check_labels": 0}
+
+    def counting(name):
+        original = getattr(_validation, name)
+
+        def check(*args, **kwargs):
+            calls[name] += 1
+            return original(*args, **kwargs)
+        return original, check
+
+    for name in calls:
+        original, check = counting(name)
+        for module in [m for key, m in sys.modules.items() if key.startswith("xmltree")]:
+            if getattr(module, name, None) is original:
+                monkeypatch.setattr(module, name, check)
+
+    def take():
+        counted = dict(calls)
+        calls.update(dict.fromkeys(calls, 0))
+        return counted
+    return take
+
+
+def _problem():
+    rng = np.random.default_rng(0)
+    X = sp.random(40, 12, density=0.4, format="csr", random_state=1, dtype=np.float32)
+    every_row_labelled = np.arange(6) == rng.integers(0, 6, 40)[:, None]
+    Y = sp.csr_matrix((rng.random((40, 6)) < 0.3) | every_row_labelled, dtype=np.float32)
+    return X, Y
+
+
+@pytest.mark.parametrize("rerank", [False, True])
+def test_ldsm_checks_x_and_y_once_per_fit_and_x_once_per_predict(check_calls, rerank):
+    from xmltree import LdSM
+
+    X, Y = _problem()
+    model = LdSM(n_trees=3, max_nodes=7, epochs=2, rerank=rerank, random_state=0)
+    model.fit(X, Y)
+    assert check_calls() == {"check_features": 1, "check_labels": 1}
+    model.predict(X, k=3, rerank=rerank)
+    assert check_calls() == {"check_features": 1, "check_labels": 0}
+    model.predict_scores(X)
+    assert check_calls() == {"check_features": 1, "check_labels": 0}
+
+
+def test_lomtree_and_learned_tree_check_x_once(check_calls):
+    from xmltree import LearnedTree, LOMTree
+
+    X, Y = _problem()
+    y = Y.indices[Y.indptr[:-1]]
+    model = LOMTree(random_state=0).fit(X, y)
+    assert check_calls()["check_features"] == 1
+    model.predict_top_k(X, 2)
+    assert check_calls()["check_features"] == 1
+    learned = LearnedTree(dim=4, epochs=1, random_state=0).fit(X, Y)
+    assert check_calls() == {"check_features": 1, "check_labels": 1}
+    learned.predict_top_k(X, 2)
+    assert check_calls()["check_features"] == 1
+
+
+def test_a_reranked_stage_checks_x_and_y_once_per_fit_and_x_once_per_predict(check_calls):
+    from xmltree import LOMTree
+    from xmltree.rerank import Reranked
+
+    X, Y = _problem()
+    learner = LOMTree(random_state=0).fit(X, Y.indices[Y.indptr[:-1]])
+    check_calls()
+    stage = Reranked(learner).fit(X, Y)
+    assert check_calls() == {"check_features": 1, "check_labels": 1}
+    stage.predict_top_k(X, 3)
+    assert check_calls() == {"check_features": 1, "check_labels": 0}

@@ -9,6 +9,8 @@ LOMTree
 LearnedTree
     Hierarchical softmax over a learned M-ary label tree with representation
     learning (Jernite, Choromanska & Sontag, ICML 2017).
+rerank.Reranked
+    Any of them followed by a tail-label re-ranker, as one model.
 load
     Load any model saved with ``.save(path)``.
 datasets, metrics, rerank, text
@@ -20,6 +22,7 @@ datasets, metrics, rerank, text
 __version__ = "0.1.0"
 
 from . import datasets, metrics, rerank, text  # noqa: E402
+from ._base import estimator_class  # noqa: E402
 from ._persistence import load_model  # noqa: E402
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError  # noqa: E402
 from .ldsm import LdSM  # noqa: E402
@@ -41,9 +44,6 @@ __all__ = [
     "NotFittedError",
 ]
 
-_ESTIMATORS = {cls._KIND: cls for cls in (LdSM, LOMTree, LearnedTree)}
-
-
 def load(path):
     """Load a model of any kind saved with its ``save(path)`` method.
 
@@ -54,8 +54,8 @@ def load(path):
 
     Returns
     -------
-    LdSM, LOMTree or LearnedTree
-        The fitted estimator stored in the file.
+    LdSM, LOMTree, LearnedTree, xmltree.rerank.Reranked or xmltree.rerank.Reranker
+        The fitted model stored in the file.
 
     Raises
     ------
@@ -63,6 +63,8 @@ def load(path):
         If the file is not a valid xmltree model of a supported version.
     """
     stored = load_model(path)
-    if stored.kind not in _ESTIMATORS:
-        raise ModelFormatError(f"{path}: unknown model kind {stored.kind!r}")
-    return _ESTIMATORS[stored.kind]._from_file(stored)
+    try:
+        cls = estimator_class(stored.kind)
+    except ModelFormatError as exc:
+        raise ModelFormatError(f"{path}: {exc}") from None
+    return cls._from_file(stored)

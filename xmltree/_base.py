@@ -1,25 +1,47 @@
-"""What every xmltree estimator shares: parameters, their checks, and model files.
+"""What every xmltree estimator shares: parameters, their checks, model files, protocol.
 
 Estimators follow scikit-learn's conventions without depending on it:
 ``__init__`` only stores its arguments, :meth:`get_params` / :meth:`set_params`
 read and write them, and hyper-parameters are checked when training starts,
 with a ``ValueError`` naming the parameter, its value and what is allowed.
+The learners (LdSM, LOMTree, LearnedTree) and the re-ranking stage share one
+protocol, :class:`TopKEstimator`.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import joblib
 import numpy as np
 
 from ._persistence import ModelFile, load_model, save_model
-from .exceptions import NotFittedError
+from .exceptions import ModelFormatError, NotFittedError
 
 __all__ = [
-    "Estimator", "is_int", "check_int", "check_real", "check_choice", "check_seed", "n_threads",
+    "Estimator", "TopKEstimator", "estimator_class", "class_values", "label_id_count", "is_int",
+    "check_int", "check_real", "check_choice", "check_bool", "check_seed", "n_threads",
+    "warn_renamed",
 ]
+
+
+#: Model kind -> estimator class, filled as the classes are defined.
+_KINDS: dict[str, type] = {}
+
+
+def estimator_class(kind) -> type:
+    """The estimator class of a model kind read from a file.
+
+    Raises
+    ------
+    ModelFormatError
+        For a kind no estimator has.
+    """
+    if kind not in _KINDS:
+        raise ModelFormatError(f"unknown model kind {kind!r}")
+    return _KINDS[kind]
 
 
 class Estimator:
@@ -33,6 +55,11 @@ class Estimator:
     """
 
     _KIND: str
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "_KIND" in cls.__dict__:
+            _KINDS[cls._KIND] = cls
 
     @classmethod
     def _param_names(cls) -> list[str]:
@@ -158,6 +185,111 @@ class Estimator:
         return params, arrays
 
 
+class TopKEstimator(Estimator):
+    """The protocol of every xmltree learner: rank the labels of each sample.
+
+    A fitted learner has ``n_features_in_`` (the width of the feature space
+    it was fitted on; text learners: of their vectorizer's), answers
+    :meth:`predict_top_k`, accepts joblib's ``n_jobs`` convention, saves,
+    loads and pickles. Subclasses implement the private hooks:
+
+    ``_validate_params() -> dict``
+        Check every hyper-parameter, in one place; return them.
+    ``_check_fitted()``
+        Raise :class:`~xmltree.exceptions.NotFittedError` before ``fit``.
+    ``_validate_X(X)``
+        Check (and convert) the samples of a prediction, once; the result is
+        what ``_predict_top_k`` and a re-ranking stage take as they are.
+    ``_predict_top_k(X, k)``
+        The ranking of checked samples, ``k >= 1``.
+    ``_get_state()`` / ``_from_state(params, arrays)``
+        Model files and pickles (see :class:`Estimator`).
+    """
+
+    def predict_top_k(self, X, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
+        """Return the ``k`` best labels of each sample and their scores.
+
+        Parameters
+        ----------
+        X : array-like or scipy sparse matrix of shape (n_samples, n_features)
+            Samples (a sequence of documents for a text learner). Fewer
+            columns than seen in ``fit`` are missing trailing features; more
+            is an error.
+        k : int, default=5
+            Labels per sample, >= 1.
+
+        Returns
+        -------
+        labels : numpy.ndarray of shape (n_samples, k)
+            Best first; equal scores in increasing label order. Labels are
+            label ids for LdSM and values of ``classes_`` for the
+            classifiers; a sample with fewer than ``k`` known labels is
+            padded with label -1 and score 0.
+        scores : numpy.ndarray of shape (n_samples, k)
+            Non-negative, larger is better: LdSM's ensemble-averaged leaf
+            scores, LOMTree's class shares, LearnedTree's probabilities
+            ``p(label | x)``.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        ValueError
+            If ``k`` is not an integer >= 1.
+        DataFormatError
+            If ``X`` is malformed or wider than the training data.
+        """
+        self._check_fitted()
+        k = check_int("k", k, 1)
+        return self._predict_top_k(self._validate_X(X), k)
+
+    def _check_fitted(self) -> None:
+        raise NotImplementedError
+
+    def _validate_X(self, X):
+        raise NotImplementedError
+
+    def _predict_top_k(self, X, k: int) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+
+def class_values(classes: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """``classes[ids]``, keeping the padding id -1 as label -1.
+
+    Raises
+    ------
+    ValueError
+        If there is padding but the classes are not integers.
+    """
+    if not (ids < 0).any():
+        return classes[ids]
+    if classes.dtype.kind not in "iu":
+        raise ValueError(f"k exceeds the {classes.shape[0]} classes, whose labels are not "
+                         "integers: there is no label -1 to pad with")
+    return np.where(ids >= 0, classes[np.maximum(ids, 0)], -1)
+
+
+def label_id_count(estimator: TopKEstimator) -> int:
+    """Size of the label-id space that a learner's ``predict_top_k`` draws from.
+
+    LdSM's ``n_labels_``; for a classifier, its largest class + 1, which
+    needs non-negative integer classes (label ids, as ``to_multiclass`` makes).
+
+    Raises
+    ------
+    ValueError
+        For classes that are not non-negative integers.
+    """
+    n_labels = getattr(estimator, "n_labels_", None)
+    if n_labels is not None:
+        return int(n_labels)
+    classes = estimator.classes_
+    if classes.dtype.kind not in "iu" or classes.min() < 0:
+        raise ValueError(f"{type(estimator).__name__} has classes {classes[:3]}..., not "
+                         "label ids (non-negative integers)")
+    return int(classes.max()) + 1
+
+
 def _plain(value):
     """``value`` with NumPy scalars, also inside a dict of settings, made Python scalars."""
     if isinstance(value, dict):
@@ -178,29 +310,43 @@ def is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def check_int(name: str, value, low: int, high: int | None = None) -> None:
-    """Raise ``ValueError`` unless ``value`` is an integer in ``[low, high]``."""
+def check_int(name: str, value, low: int, high: int | None = None) -> int:
+    """Return ``value`` as an int; ``ValueError`` unless it is an integer in ``[low, high]``."""
     if not is_int(value) or value < low or (high is not None and value > high):
         allowed = f">= {low}" if high is None else f"in [{low}, {high}]"
         raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
+    return int(value)
 
 
-def check_real(name: str, value, low: float, *, strict: bool) -> None:
-    """Raise ``ValueError`` unless ``value`` is a finite number above ``low``.
+def check_real(name: str, value, low: float, high: float = math.inf, *,
+               strict: bool = False) -> float:
+    """Return ``value`` as a float; ``ValueError`` unless it is finite and in range.
 
-    ``strict`` chooses ``value > low`` over ``value >= low``.
+    The range is ``[low, high]``, or ``(low, high]`` with ``strict``.
     """
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
     ok = ok and math.isfinite(value) and (value > low if strict else value >= low)
-    if not ok:
-        relation = ">" if strict else ">="
-        raise ValueError(f"{name} must be a finite number {relation} {low}, got {value!r}")
+    if not (ok and value <= high):
+        if high == math.inf:
+            allowed = f"a finite number {'>' if strict else '>='} {low}"
+        else:
+            allowed = f"in {'(' if strict else '['}{low}, {high}]"
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    return float(value)
 
 
-def check_choice(name: str, value, choices) -> None:
-    """Raise ``ValueError`` unless ``value`` is one of ``choices``."""
+def check_choice(name: str, value, choices):
+    """Return ``value``; ``ValueError`` unless it is one of ``choices``."""
     if value not in choices:
         raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+    return value
+
+
+def check_bool(name: str, value) -> bool:
+    """Return ``value`` as a bool; ``ValueError`` unless it is True or False."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def check_seed(value) -> None:
@@ -220,3 +366,9 @@ def n_threads(n_jobs) -> int:
     if n_jobs is not None and (not is_int(n_jobs) or n_jobs == 0):
         raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
     return max(1, joblib.effective_n_jobs(n_jobs))
+
+
+def warn_renamed(old: str, new: str) -> None:
+    """Warn that the public name `old` is now `new` (the old one goes in the next release)."""
+    warnings.warn(f"{old} is deprecated and will be removed in the next release of xmltree; "
+                  f"use {new} instead", FutureWarning, stacklevel=3)

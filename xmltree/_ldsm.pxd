@@ -16,16 +16,8 @@ from libcpp.vector cimport vector
 
 from ._optim cimport OptimizerKind, Regressor
 from ._random cimport rng_state
+from ._sparse cimport CSRView
 from ._types cimport float32_t, float64_t, index_t, offset_t
-
-
-cdef struct CSRView:
-    # Raw view of a validated CSR matrix whose arrays a Python object keeps alive.
-    const offset_t* indptr        # (n_rows + 1,) row pointers
-    const index_t* indices        # column ids, sorted within each row
-    const float32_t* values       # entries; NULL for the binary label matrix
-    index_t n_rows                # number of rows (examples)
-    index_t n_cols                # number of columns (features or labels)
 
 
 cdef struct NodeSettings:

@@ -47,7 +47,6 @@ then for every expanded node its M initial biases and its tie breaks.
 """
 
 import numpy as np
-import scipy.sparse as sp
 
 cimport numpy as cnp
 from libc.math cimport fabs
@@ -60,11 +59,10 @@ from ._optim cimport OPTIMIZER_NAG, OPTIMIZER_SGD, Regressor, regressor_step, re
 from ._optim cimport score, sigmoid
 from ._random cimport rng_below, rng_seed, rng_shuffle, rng_uniform
 from ._routing cimport route
+from ._sparse cimport CSRView, csr_view
 from ._types cimport float32_t, float64_t, index_t, offset_t
 
-from ._tree import LEAF_SCORES
-from ._validation import check_csr_structure
-from .exceptions import DataFormatError
+from ._flat_tree import ROUTING_THRESHOLDS
 
 cnp.import_array()
 
@@ -73,41 +71,12 @@ cnp.import_array()
 cdef float64_t TIE_TOLERANCE = 1e-12
 #: Width of the uniform interval the initial biases are drawn from.
 cdef float64_t INIT_BIAS_SPREAD = 0.02
-#: Largest supported arity: the direction search enumerates 2^M - 1 subsets.
-MAX_ARITY = 16
 _OPTIMIZERS = {"sgd": OPTIMIZER_SGD, "nag": OPTIMIZER_NAG}
-_ROUTING_THRESHOLDS = {"margin": 0.5, "sigmoid": 0.0}
 
 
 cdef inline float64_t clamp_unit(float64_t z) noexcept nogil:
     """Return ``min(max(z, 0), 1)``."""
     return 0.0 if z < 0.0 else (1.0 if z > 1.0 else z)
-
-
-cdef CSRView _view(matrix, bint with_values):
-    """Return raw pointers into a CSR matrix whose arrays are C-contiguous."""
-    cdef CSRView view
-    view.indptr = <const offset_t*>cnp.PyArray_DATA(matrix.indptr)
-    view.indices = <const index_t*>cnp.PyArray_DATA(matrix.indices)
-    view.values = <const float32_t*>cnp.PyArray_DATA(matrix.data) if with_values else NULL
-    view.n_rows = matrix.shape[0]
-    view.n_cols = matrix.shape[1]
-    return view
-
-
-def _check_csr(matrix, what):
-    """Check dtypes and structure of a CSR matrix handed to the kernels."""
-    if not sp.issparse(matrix) or matrix.format != "csr":
-        raise TypeError(f"{what} must be a scipy.sparse CSR matrix")
-    if (matrix.indptr.dtype != np.int64 or matrix.indices.dtype != np.int32
-            or matrix.data.dtype != np.float32):
-        raise TypeError(f"{what} must have int64 indptr, int32 indices and float32 values")
-    if max(matrix.shape) >= np.iinfo(np.int32).max:
-        raise DataFormatError(f"{what}: shape {matrix.shape} exceeds the int32 index range")
-    for array in (matrix.indptr, matrix.indices, matrix.data):
-        if not array.flags.c_contiguous:
-            raise TypeError(f"{what} arrays must be C-contiguous")
-    check_csr_structure(matrix.indptr, matrix.indices, matrix.shape, what)
 
 
 cdef class NodeTrainer:
@@ -121,23 +90,15 @@ cdef class NodeTrainer:
         Binary labels in the same layout.
     arity, epochs, lambda1, lambda2, optimizer, learning_rate, routing,
     weight_threshold, seed, max_weights, weights_per_row
-        As in :func:`build_tree`.
+        As in :func:`build_tree`, which says what they must satisfy.
     """
 
     def __init__(self, X, Y, *, int arity, int epochs, double lambda1, double lambda2,
                  str optimizer, double learning_rate, str routing, double weight_threshold,
                  seed, max_weights=None, weights_per_row=None):
-        _check_csr(X, "X")
-        _check_csr(Y, "Y")
-        if X.shape[0] != Y.shape[0]:
-            raise DataFormatError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
-        if X.data.size and not np.all(np.isfinite(X.data)):
-            raise DataFormatError("X: contains NaN or infinite values")
-        _check_settings(arity, epochs, lambda1, lambda2, optimizer, learning_rate, routing,
-                        weight_threshold, seed, max_weights, weights_per_row)
         self._keep_alive = (X, Y)
-        self.X = _view(X, True)
-        self.Y = _view(Y, False)
+        self.X = csr_view(X)
+        self.Y = csr_view(Y)
         self.settings.arity = arity
         self.settings.epochs = epochs
         self.settings.lambda1 = lambda1
@@ -145,7 +106,7 @@ cdef class NodeTrainer:
         self.settings.learning_rate = learning_rate
         self.settings.optimizer = _OPTIMIZERS[optimizer]
         self.settings.sigmoid_routing = routing == "sigmoid"
-        self.settings.threshold = _ROUTING_THRESHOLDS[routing]
+        self.settings.threshold = ROUTING_THRESHOLDS[routing]
         self.settings.weight_threshold = weight_threshold
         if max_weights is None:
             # No floor under the per-example budget, or no cap at all.
@@ -424,10 +385,6 @@ cdef class TreeBuilder:
 
     def __init__(self, NodeTrainer trainer, index_t max_nodes, progress=None,
                  leaf_scores="distribution"):
-        if leaf_scores not in LEAF_SCORES:
-            raise ValueError(f"leaf_scores must be one of {LEAF_SCORES}, got {leaf_scores!r}")
-        if max_nodes < 1:
-            raise ValueError(f"max_nodes must be >= 1, got {max_nodes}")
         self.trainer = trainer
         self.arity = trainer.settings.arity
         self.max_nodes = max_nodes
@@ -695,37 +652,15 @@ cdef object _gather_spans(const stored_t* buffer, const vector[offset_t]& begin,
     return array
 
 
-def _check_settings(arity, epochs, lambda1, lambda2, optimizer, learning_rate, routing,
-                    weight_threshold, seed, max_weights, weights_per_row):
-    """Raise ValueError naming the first invalid hyper-parameter."""
-    if not 2 <= arity <= MAX_ARITY:
-        raise ValueError(f"arity must be in [2, {MAX_ARITY}], got {arity}")
-    if epochs < 0:
-        raise ValueError(f"epochs must be >= 0, got {epochs}")
-    for name, value in (("lambda1", lambda1), ("lambda2", lambda2),
-                        ("weight_threshold", weight_threshold)):
-        if not (np.isfinite(value) and value >= 0):
-            raise ValueError(f"{name} must be finite and >= 0, got {value}")
-    if not (np.isfinite(learning_rate) and learning_rate > 0):
-        raise ValueError(f"learning_rate must be finite and > 0, got {learning_rate}")
-    if optimizer not in _OPTIMIZERS:
-        raise ValueError(f"optimizer must be one of {sorted(_OPTIMIZERS)}, got {optimizer!r}")
-    if routing not in _ROUTING_THRESHOLDS:
-        raise ValueError(f"routing must be one of {sorted(_ROUTING_THRESHOLDS)}, got {routing!r}")
-    if not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:
-        raise ValueError(f"seed must be an integer in [0, 2**64), got {seed!r}")
-    if max_weights is not None and (not isinstance(max_weights, (int, np.integer))
-                                    or max_weights < 1):
-        raise ValueError(f"max_weights must be None or an integer >= 1, got {max_weights!r}")
-    if weights_per_row is not None and not (np.isfinite(weights_per_row) and weights_per_row > 0):
-        raise ValueError(
-            f"weights_per_row must be None or finite and > 0, got {weights_per_row!r}")
-
-
 def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, learning_rate,
                routing, weight_threshold, seed, max_weights=None, weights_per_row=None,
                progress=None, leaf_scores="distribution"):
     """Grow one LdSM tree and return it as flat arrays.
+
+    The inputs are trusted, as every kernel's are: X and Y as
+    :func:`xmltree._validation.check_features` and ``check_labels`` return
+    them, the settings as ``LdSM._validate_params`` accepts them (the
+    ranges below). Nothing is checked again here.
 
     Parameters
     ----------
@@ -734,11 +669,11 @@ def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, l
     Y : scipy.sparse.csr_matrix of shape (n_samples, n_labels)
         Binary labels, same layout and rows as ``X``.
     arity : int
-        Children per internal node, M (2 to ``MAX_ARITY``).
+        Children per internal node, M (2 to ``xmltree._flat_tree.MAX_ARITY``).
     max_nodes : int
-        Node budget: a node is expanded only while ``n_nodes + arity <= max_nodes``.
+        Node budget, >= 1: a node is expanded only while ``n_nodes + arity <= max_nodes``.
     epochs : int
-        Passes over a node's examples when training it.
+        Passes over a node's examples when training it, >= 0.
     lambda1, lambda2 : float
         Weights of the class-integrity term and of the multi-way penalty in J.
     optimizer : {"sgd", "nag"}

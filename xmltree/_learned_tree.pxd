@@ -16,6 +16,7 @@
 # has h = 0. Empty slots are masked out of every node softmax.
 
 from ._random cimport rng_state
+from ._sparse cimport CSRView
 from ._types cimport float32_t, float64_t, index_t, offset_t
 
 
@@ -38,13 +39,6 @@ cdef struct Model:
     index_t n_nodes             # number of internal nodes
 
 
-cdef struct Rows:
-    # A CSR matrix validated by xmltree._validation (sorted, in range).
-    const offset_t* indptr      # [n_rows + 1]
-    const index_t* indices      # [nnz]
-    const float32_t* values     # [nnz], non-negative
-
-
 cdef struct Scratch:
     # Per-thread work buffers, so Hogwild threads never share temporaries.
     float32_t* hidden           # h, length dim
@@ -60,7 +54,7 @@ cdef struct Stats:
     bint enabled                # False for fixed trees: skip the bookkeeping
 
 
-cdef float32_t embed_mean(const Model* model, const Rows* rows, index_t row,
+cdef float32_t embed_mean(const Model* model, const CSRView* rows, index_t row,
                           float32_t* hidden) noexcept nogil
 
 cdef void node_softmax(const Model* model, index_t node, const float32_t* hidden,

@@ -19,6 +19,8 @@ from libc.stdint cimport uint64_t
 from libc.stdlib cimport free, malloc
 
 from ._random cimport rng_below, rng_seed, rng_shuffle, rng_uniform
+from ._sparse cimport CSRView, csr_view, row_nnz
+from ._top_k cimport offer_top_k, sort_top_k
 
 # Slot code of an empty child (xmltree.label_tree.EMPTY).
 cdef index_t EMPTY = -1
@@ -89,7 +91,7 @@ cdef inline void descend(float32_t* param, float32_t* squares, float32_t scale,
 # Building blocks
 # ---------------------------------------------------------------------------
 
-cdef float32_t embed_mean(const Model* model, const Rows* rows, index_t row,
+cdef float32_t embed_mean(const Model* model, const CSRView* rows, index_t row,
                           float32_t* hidden) noexcept nogil:
     """Write the value-weighted mean embedding of `row` into `hidden`.
 
@@ -177,7 +179,7 @@ cdef inline float32_t scheduled_rate(float64_t initial, float64_t progress) noex
     return <float32_t>(initial * 2.0 * (1.0 - progress))
 
 
-cdef float64_t train_example(Model* model, const Rows* rows, index_t row, index_t label,
+cdef float64_t train_example(Model* model, const CSRView* rows, index_t row, index_t label,
                              Stats* stats, Scratch* scratch,
                              float32_t learning_rate) noexcept nogil:
     """Take the SGD or Adagrad step of one (example, label) pair along its path.
@@ -211,8 +213,8 @@ cdef float64_t train_example(Model* model, const Rows* rows, index_t row, index_
     return loss
 
 
-cdef float64_t train_slice(Model* model, const Rows* rows, const offset_t* label_indptr,
-                           const index_t* label_indices, const index_t* order,
+cdef float64_t train_slice(Model* model, const CSRView* rows, const CSRView* labels,
+                           const index_t* order,
                            index_t begin, index_t end, float64_t initial_rate,
                            float64_t progress_start, float64_t progress_end,
                            Stats* stats, Scratch* scratch) noexcept nogil:
@@ -229,11 +231,11 @@ cdef float64_t train_slice(Model* model, const Rows* rows, const offset_t* label
     for i in range(begin, end):
         row = order[i]
         progress = progress_start + span * (i - begin) / (end - begin)
-        first = label_indptr[row]
-        n_labels = <index_t>(label_indptr[row + 1] - first)
+        first = labels.indptr[row]
+        n_labels = row_nnz(labels, row)
         if n_labels > 1:
             first += rng_below(&scratch.rng, n_labels)
-        loss += train_example(model, rows, row, label_indices[first], stats, scratch,
+        loss += train_example(model, rows, row, labels.indices[first], stats, scratch,
                               scheduled_rate(initial_rate, progress))
     return loss
 
@@ -289,18 +291,6 @@ cdef void attach_squares(Model* model, tuple model_arrays, tuple squares) except
     model.bias_squares = &bias_squares[0, 0]
 
 
-cdef Rows make_rows(tuple arrays) except *:
-    """Fill a Rows struct from ``(indptr, indices, values)``; nnz may be 0."""
-    cdef const offset_t[::1] indptr = arrays[0]
-    cdef const index_t[::1] indices = arrays[1]
-    cdef const float32_t[::1] values = arrays[2]
-    cdef Rows rows
-    rows.indptr = &indptr[0]
-    rows.indices = &indices[0] if indices.shape[0] else NULL
-    rows.values = &values[0] if values.shape[0] else NULL
-    return rows
-
-
 cdef Scratch* make_scratch(int n_threads, float32_t[:, ::1] hidden, float32_t[:, ::1] grad,
                            float64_t[:, ::1] probas, uint64_t seed) except NULL:
     """Allocate one Scratch per thread over rows of the given buffers."""
@@ -316,7 +306,7 @@ cdef Scratch* make_scratch(int n_threads, float32_t[:, ::1] hidden, float32_t[:,
     return scratch
 
 
-def train_epoch_part(tuple model_arrays, tuple rows_arrays, label_indptr, label_indices,
+def train_epoch_part(tuple model_arrays, X, Y,
                      const index_t[::1] order, double initial_rate, double progress_start,
                      double progress_end, stats_arrays, int n_jobs, unsigned long long seed,
                      squares=None):
@@ -327,10 +317,10 @@ def train_epoch_part(tuple model_arrays, tuple rows_arrays, label_indptr, label_
     model_arrays : tuple
         ``(embeddings, weights, biases, children, path_nodes, path_slots,
         label_depth)``, updated in place (the first three).
-    rows_arrays : tuple
-        ``(indptr, indices, values)`` of the validated CSR features.
-    label_indptr, label_indices : numpy.ndarray
-        CSR label sets (int64, int32); every row has at least one label.
+    X : scipy.sparse.csr_matrix
+        Features from ``check_features`` (see ``_sparse.pxd``).
+    Y : scipy.sparse.csr_matrix
+        Label sets from ``check_labels``; every row has at least one label.
     order : numpy.ndarray of int32
         Rows to visit, in order.
     initial_rate : float
@@ -354,11 +344,10 @@ def train_epoch_part(tuple model_arrays, tuple rows_arrays, label_indptr, label_
         Sum of the path negative log-likelihoods of the visited examples.
     """
     cdef Model model = make_model(model_arrays)
-    cdef Rows rows = make_rows(rows_arrays)
+    cdef CSRView rows = csr_view(X)
     if squares is not None:
         attach_squares(&model, model_arrays, squares)
-    cdef const offset_t[::1] y_indptr = label_indptr
-    cdef const index_t[::1] y_indices = label_indices
+    cdef CSRView labels = csr_view(Y)
     cdef float32_t[:, :, ::1] sum_probas
     cdef float32_t[:, ::1] counts
     cdef Stats stats
@@ -379,7 +368,7 @@ def train_epoch_part(tuple model_arrays, tuple rows_arrays, label_indptr, label_
         return 0.0
     try:
         for t in prange(n_jobs, nogil=True, num_threads=n_jobs, schedule="static", chunksize=1):
-            losses[t] = train_slice(&model, &rows, &y_indptr[0], &y_indices[0], &order[0],
+            losses[t] = train_slice(&model, &rows, &labels, &order[0],
                                     <index_t>((<offset_t>n * t) // n_jobs),
                                     <index_t>((<offset_t>n * (t + 1)) // n_jobs),
                                     initial_rate, progress_start, progress_end,
@@ -393,20 +382,6 @@ def train_epoch_part(tuple model_arrays, tuple rows_arrays, label_indptr, label_
 # Prediction
 # ---------------------------------------------------------------------------
 
-cdef void insert_best(index_t label, float64_t score, index_t k, index_t* labels,
-                      float64_t* scores) noexcept nogil:
-    """Insert (label, score) into the k best so far, kept sorted decreasingly."""
-    cdef index_t i = k - 1
-    if score <= scores[k - 1]:
-        return
-    while i > 0 and scores[i - 1] < score:
-        scores[i] = scores[i - 1]
-        labels[i] = labels[i - 1]
-        i -= 1
-    scores[i] = score
-    labels[i] = label
-
-
 cdef void sort_slots(const float64_t* probas, index_t* slots, index_t n) noexcept nogil:
     """Sort `slots[:n]` by increasing probability (insertion sort, n <= arity)."""
     cdef index_t i, j, slot
@@ -419,28 +394,27 @@ cdef void sort_slots(const float64_t* probas, index_t* slots, index_t n) noexcep
         slots[j] = slot
 
 
-cdef void top_k_example(const Model* model, const Rows* rows, index_t row, index_t k,
+cdef void top_k_example(const Model* model, const CSRView* rows, index_t row, index_t k,
                         Scratch* scratch, index_t* stack_nodes, float64_t* stack_scores,
                         index_t* slots, index_t* labels, float64_t* scores) noexcept nogil:
     """Branch-and-bound depth-first search for the k most likely labels.
 
-    A node whose path log-probability is not above the k-th best leaf found
-    so far cannot lead to a better leaf (probabilities only shrink along a
-    path), so its subtree is pruned. Children are explored best first.
+    A node whose path log-probability is below the k-th best leaf found so
+    far cannot lead to a better leaf (probabilities only shrink along a
+    path), so its subtree is pruned. Children are explored best first. The
+    output row (`labels`, `scores`, filled with -1 and -inf by the caller)
+    is the top-k heap of ``_top_k.pxd``, so ties go to the smaller label id.
     """
-    cdef index_t i, j, code, node, top = 1, n_internal, arity = model.arity
+    cdef index_t i, j, code, node, top = 1, n_internal, arity = model.arity, size = 0
     cdef float64_t score, child_score
     embed_mean(model, rows, row, scratch.hidden)
-    for i in range(k):
-        labels[i] = -1
-        scores[i] = -INFINITY
     stack_nodes[0] = 0
     stack_scores[0] = 0.0
     while top > 0:
         top -= 1
         node = stack_nodes[top]
         score = stack_scores[top]
-        if score <= scores[k - 1]:
+        if size == k and score < scores[0]:
             continue
         node_softmax(model, node, scratch.hidden, scratch.probas)
         n_internal = 0
@@ -449,10 +423,10 @@ cdef void top_k_example(const Model* model, const Rows* rows, index_t row, index
             if code == EMPTY:
                 continue
             child_score = score + safe_log(scratch.probas[j])
-            if child_score <= scores[k - 1]:
+            if size == k and child_score < scores[0]:
                 continue
             if code < EMPTY:
-                insert_best(-code - 2, child_score, k, labels, scores)
+                size = offer_top_k(labels, scores, size, k, -code - 2, child_score)
             else:
                 slots[n_internal] = j
                 n_internal += 1
@@ -462,9 +436,10 @@ cdef void top_k_example(const Model* model, const Rows* rows, index_t row, index
             stack_nodes[top] = model.children[<offset_t>node * arity + j]
             stack_scores[top] = score + safe_log(scratch.probas[j])
             top += 1
+    sort_top_k(labels, scores, size, labels, scores)
 
 
-def predict_top_k(tuple model_arrays, tuple rows_arrays, int k, int n_jobs):
+def predict_top_k(tuple model_arrays, X, int k, int n_jobs):
     """Return the k most likely labels of every row and their log-probabilities.
 
     Returns
@@ -475,8 +450,8 @@ def predict_top_k(tuple model_arrays, tuple rows_arrays, int k, int n_jobs):
         Log-probabilities (-inf for the -1 entries).
     """
     cdef Model model = make_model(model_arrays)
-    cdef Rows rows = make_rows(rows_arrays)
-    cdef index_t n = <index_t>(rows_arrays[0].shape[0] - 1)
+    cdef CSRView rows = csr_view(X)
+    cdef index_t n = rows.n_rows
     cdef index_t[:, ::1] labels = np.full((n, k), -1, dtype=np.int32)
     cdef float64_t[:, ::1] scores = np.full((n, k), -np.inf, dtype=np.float64)
     cdef float32_t[:, ::1] hidden = np.zeros((n_jobs, model.dim), dtype=np.float32)
@@ -498,7 +473,7 @@ def predict_top_k(tuple model_arrays, tuple rows_arrays, int k, int n_jobs):
     return np.asarray(labels), np.asarray(scores)
 
 
-cdef float64_t path_log_likelihood(const Model* model, const Rows* rows, index_t row,
+cdef float64_t path_log_likelihood(const Model* model, const CSRView* rows, index_t row,
                                    index_t label, Scratch* scratch) noexcept nogil:
     """Return log p(label | row): the sum of log node probabilities on its path."""
     cdef index_t d
@@ -512,11 +487,11 @@ cdef float64_t path_log_likelihood(const Model* model, const Rows* rows, index_t
     return total
 
 
-def log_likelihood(tuple model_arrays, tuple rows_arrays, const index_t[::1] targets,
+def log_likelihood(tuple model_arrays, X, const index_t[::1] targets,
                    int n_jobs):
     """Return ``log p(targets[i] | row i)`` for every row (float64 array)."""
     cdef Model model = make_model(model_arrays)
-    cdef Rows rows = make_rows(rows_arrays)
+    cdef CSRView rows = csr_view(X)
     cdef index_t n = <index_t>targets.shape[0]
     cdef float64_t[::1] out = np.zeros(n, dtype=np.float64)
     cdef float32_t[:, ::1] hidden = np.zeros((n_jobs, model.dim), dtype=np.float32)
@@ -532,7 +507,7 @@ def log_likelihood(tuple model_arrays, tuple rows_arrays, const index_t[::1] tar
     return np.asarray(out)
 
 
-cdef void all_log_proba_example(const Model* model, const Rows* rows, index_t row,
+cdef void all_log_proba_example(const Model* model, const CSRView* rows, index_t row,
                                 const index_t[::1] node_order, Scratch* scratch,
                                 float64_t* node_scores, float64_t* out) noexcept nogil:
     """Fill `out[label]` with log p(label | row) for every label."""
@@ -554,7 +529,7 @@ cdef void all_log_proba_example(const Model* model, const Rows* rows, index_t ro
                 out[-code - 2] = child_score
 
 
-def all_log_proba(tuple model_arrays, tuple rows_arrays, const index_t[::1] node_order,
+def all_log_proba(tuple model_arrays, X, const index_t[::1] node_order,
                   int n_labels, int n_jobs):
     """Return the full matrix of label log-probabilities (n_rows, n_labels).
 
@@ -562,8 +537,8 @@ def all_log_proba(tuple model_arrays, tuple rows_arrays, const index_t[::1] node
     meant for small label sets and for checking the other kernels.
     """
     cdef Model model = make_model(model_arrays)
-    cdef Rows rows = make_rows(rows_arrays)
-    cdef index_t n = <index_t>(rows_arrays[0].shape[0] - 1)
+    cdef CSRView rows = csr_view(X)
+    cdef index_t n = rows.n_rows
     cdef float64_t[:, ::1] out = np.full((n, n_labels), -np.inf, dtype=np.float64)
     cdef float32_t[:, ::1] hidden = np.zeros((n_jobs, model.dim), dtype=np.float32)
     cdef float64_t[:, ::1] probas = np.zeros((n_jobs, model.arity), dtype=np.float64)

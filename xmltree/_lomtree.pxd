@@ -65,7 +65,7 @@ cdef class LOMTreeBuilder:
     cdef object ranking                        # cached _ranked_histograms(); None when stale
     cdef object margins                        # cached routing_margins(); None when stale
 
-    cdef ClassStats* _observe_class(self, index_t node, index_t label) noexcept nogil
+    cdef ClassStats* _observe_class(self, index_t node, index_t label) except NULL nogil
     cdef void _update_min_count(self, index_t node) noexcept nogil
     cdef bint _may_split(self, index_t leaf) noexcept nogil
     cdef index_t _smallest_leaf(self) noexcept nogil
@@ -76,8 +76,8 @@ cdef class LOMTreeBuilder:
     cdef bint _split(self, index_t leaf) noexcept nogil
     cdef index_t _train_node(self, index_t node, ClassStats* stats, const index_t* indices,
                              const float32_t* values, index_t nnz) noexcept nogil
-    cdef void _learn_one(self, const index_t* indices, const float32_t* values, index_t nnz,
-                         index_t label) noexcept nogil
+    cdef int _learn_one(self, const index_t* indices, const float32_t* values, index_t nnz,
+                        index_t label) except -1 nogil
     cdef index_t _descend(self, const index_t* indices, const float32_t* values,
                           index_t nnz) noexcept nogil
     cdef int _beam_search(self, const index_t* indices, const float32_t* values,
@@ -89,7 +89,8 @@ cdef class LOMTreeBuilder:
     cdef int _mix_histograms(self, const BeamEntry* beam, int n_beam, const int64_t* rank_ptr,
                              const index_t* rank_label, const float32_t* rank_score, int k,
                              float64_t* mass, unsigned char* listed, index_t* touched,
-                             index_t* out_labels, float32_t* out_scores) noexcept nogil
+                             float64_t* best, index_t* out_labels,
+                             float32_t* out_scores) noexcept nogil
     cdef void _fill_ranking(self, index_t leaf, const int64_t* rank_ptr,
                             const index_t* rank_label, const float32_t* rank_score, int k,
                             int filled, index_t* out_labels, float32_t* out_scores) noexcept nogil

@@ -43,6 +43,8 @@ from libcpp.vector cimport vector
 
 from ._optim cimport OPTIMIZER_NAG, OPTIMIZER_SGD, Regressor, nag_margin_step, regressor_step
 from ._optim cimport score, sgd_margin_step
+from ._sparse cimport CSRView, csr_view, row_indices, row_nnz, row_values
+from ._top_k cimport offer_top_k, sort_top_k
 from ._types cimport float32_t, float64_t, index_t, offset_t
 
 #: Names of the optimisers accepted by :class:`LOMTreeBuilder`.
@@ -64,18 +66,6 @@ STATS_FIELDS = (("stats_label", np.int32), ("stats_reached", np.int64),
 REGRESSOR_FIELDS = (("weights", np.float64), ("scale", np.float64),
                     ("sum_sq_grad", np.float64), ("regressor_norm", np.float64),
                     ("regressor_n_updates", np.int64))
-
-
-cdef inline const index_t* _row_indices(const offset_t[::1] indptr, const index_t* indices,
-                                        Py_ssize_t row) noexcept nogil:
-    """Return a pointer to the first column index of CSR row `row`."""
-    return indices + indptr[row] if indices != NULL else NULL
-
-
-cdef inline const float32_t* _row_values(const offset_t[::1] indptr, const float32_t* values,
-                                         Py_ssize_t row) noexcept nogil:
-    """Return a pointer to the first stored value of CSR row `row`."""
-    return values + indptr[row] if values != NULL else NULL
 
 
 cdef class LOMTreeBuilder:
@@ -164,7 +154,11 @@ cdef class LOMTreeBuilder:
         self.stats[node].clear()
 
     cdef void _append_leaf(self, index_t parent) noexcept nogil:
-        """Append a fresh leaf below `parent` (capacity is reserved: no reallocation)."""
+        """Append a fresh leaf below `parent`.
+
+        noexcept is safe: ``__cinit__`` reserved the capacity of every node,
+        so neither push_back allocates (an empty statistics table is moved in).
+        """
         cdef Node fresh
         fresh.n_recycled = 0
         self.nodes.push_back(fresh)
@@ -180,8 +174,12 @@ cdef class LOMTreeBuilder:
         self.regressors[slot].norm = 0.0
         self.regressors[slot].n_updates = 0
 
-    cdef ClassStats* _observe_class(self, index_t node, index_t label) noexcept nogil:
-        """Count one more example of `label` at `node` (l_v(y)++); return its statistics."""
+    cdef ClassStats* _observe_class(self, index_t node, index_t label) except NULL nogil:
+        """Count one more example of `label` at `node` (l_v(y)++); return its statistics.
+
+        A class new to the node grows its table: ``except NULL`` lets Cython
+        turn a failed allocation into MemoryError (see ``_types.pxd``).
+        """
         cdef vector[ClassStats]* table = &self.stats[node]
         cdef size_t low = 0
         cdef size_t high = table.size()
@@ -313,8 +311,8 @@ cdef class LOMTreeBuilder:
         v.score_sum += z
         return v.left if z < 0.0 else v.right
 
-    cdef void _learn_one(self, const index_t* indices, const float32_t* values, index_t nnz,
-                         index_t label) noexcept nogil:
+    cdef int _learn_one(self, const index_t* indices, const float32_t* values, index_t nnz,
+                        index_t label) except -1 nogil:
         """Algorithm 1 for one example: update, split or swap, train and descend."""
         cdef index_t node = 0
         cdef ClassStats* stats
@@ -327,44 +325,35 @@ cdef class LOMTreeBuilder:
                     break
             node = self._train_node(node, stats, indices, values, nnz)
         self.n_examples_seen += 1
+        return 0
 
-    def learn(self, indptr, indices, data, labels, order):
+    def learn(self, X, labels, order):
         """Train on the rows ``order[0], order[1], ...`` of a CSR matrix, in that order.
+
+        Every argument is trusted (the estimator made or checked it).
 
         Parameters
         ----------
-        indptr, indices, data : numpy.ndarray
-            CSR arrays (int64, int32, float32) of a validated matrix with
-            ``n_features`` columns.
+        X : scipy.sparse.csr_matrix
+            Features from ``check_features`` with ``n_features`` columns
+            (see ``_sparse.pxd``).
         labels : numpy.ndarray of int32
             Class id of every row, in ``[0, n_classes)``.
         order : numpy.ndarray of int64
-            Row ids to visit; rows may repeat.
+            Row ids to visit, in ``[0, n_rows)``; rows may repeat.
         """
-        cdef const offset_t[::1] ptr = _checked_indptr(indptr, indices, data, self.n_features)
-        labels = np.ascontiguousarray(labels, dtype=np.int32)
-        order = np.ascontiguousarray(order, dtype=np.int64)
-        n_rows = ptr.shape[0] - 1
-        if labels.shape != (n_rows,):
-            raise ValueError("labels must have one entry per row")
-        if n_rows and (labels.min() < 0 or labels.max() >= self.n_classes):
-            raise ValueError(f"labels must lie in [0, {self.n_classes})")
-        if order.ndim != 1 or (order.size and (order.min() < 0 or order.max() >= n_rows)):
-            raise ValueError(f"order must hold row ids in [0, {n_rows})")
+        cdef CSRView rows = csr_view(X)
         cdef const index_t[::1] y = labels
-        cdef const int64_t[::1] rows = order
-        cdef const index_t* all_indices = _data_pointer_i(indices)
-        cdef const float32_t* all_values = _data_pointer_f(data)
+        cdef const int64_t[::1] visits = order
         cdef Py_ssize_t i
-        cdef int64_t row
+        cdef index_t row
         self.ranking = None
         self.margins = None
         with nogil:
-            for i in range(rows.shape[0]):
-                row = rows[i]
-                self._learn_one(_row_indices(ptr, all_indices, row),
-                                _row_values(ptr, all_values, row),
-                                <index_t>(ptr[row + 1] - ptr[row]), y[row])
+            for i in range(visits.shape[0]):
+                row = <index_t>visits[i]
+                self._learn_one(row_indices(&rows, row), row_values(&rows, row),
+                                row_nnz(&rows, row), y[row])
 
     # ------------------------------------------------------------------ prediction
 
@@ -428,33 +417,31 @@ cdef class LOMTreeBuilder:
         self._beam_search(indices, values, nnz, width, scale, margins, work)
         return work[0].node
 
-    def leaves(self, indptr, indices, data, int beam_width=1, double beam_scale=1.0):
+    def leaves(self, X, int beam_width=1, double beam_scale=1.0):
         """Return the leaf id (int32) reached by every row of a CSR matrix.
 
         ``beam_width`` > 1 selects the leaf by beam search with routing
         probabilities ``sigmoid(beam_scale * h_v(x) / m_v)`` (see the module
-        notes and :meth:`routing_margins`).
+        notes and :meth:`routing_margins`). The rows are as in :meth:`learn`;
+        the beam settings as ``LOMTree`` checks them (width >= 1, finite
+        scale > 0).
         """
-        _check_beam(beam_width, beam_scale)
         cdef const float64_t[::1] margins = self._cached_margins()
-        cdef const offset_t[::1] ptr = _checked_indptr(indptr, indices, data, self.n_features)
-        cdef const index_t* all_indices = _data_pointer_i(indices)
-        cdef const float32_t* all_values = _data_pointer_f(data)
-        out = np.empty(ptr.shape[0] - 1, dtype=np.int32)
+        cdef CSRView rows = csr_view(X)
+        out = np.empty(rows.n_rows, dtype=np.int32)
         cdef index_t[::1] leaf = out
         cdef unsigned char[::1] work_bytes = _beam_buffer(1, beam_width)
         cdef BeamEntry* work = <BeamEntry*>&work_bytes[0]
-        cdef Py_ssize_t row
+        cdef index_t row
         with nogil:
-            for row in range(leaf.shape[0]):
-                leaf[row] = self._route(_row_indices(ptr, all_indices, row),
-                                        _row_values(ptr, all_values, row),
-                                        <index_t>(ptr[row + 1] - ptr[row]), beam_width,
+            for row in range(rows.n_rows):
+                leaf[row] = self._route(row_indices(&rows, row), row_values(&rows, row),
+                                        row_nnz(&rows, row), beam_width,
                                         beam_scale, &margins[0], work)
         return out
 
-    def predict_topk(self, indptr, indices, data, int k, int n_threads=1, int beam_width=1,
-                     double beam_scale=1.0):
+    def predict_top_k(self, X, int k, int n_threads=1, int beam_width=1,
+                      double beam_scale=1.0):
         """Top-k classes of every row from the class histogram of its leaf.
 
         With ``beam_width`` > 1 the classes come from the probability-weighted
@@ -469,18 +456,15 @@ cdef class LOMTreeBuilder:
         leaf's total. When the leaf knows fewer than k classes, the list is
         completed from the histograms of its ancestors, nearest first, with
         score 0; slots left when even the root knows fewer than k classes
-        hold label -1.
+        hold label -1. The rows and beam settings are as in :meth:`leaves`,
+        ``k >= 1`` and ``n_threads >= 1``.
 
         Returns
         -------
         labels : numpy.ndarray of int32, shape (n_rows, k)
         scores : numpy.ndarray of float32, shape (n_rows, k)
         """
-        if k < 1:
-            raise ValueError("k must be at least 1")
-        _check_beam(beam_width, beam_scale)
-        cdef const offset_t[::1] ptr = _checked_indptr(indptr, indices, data, self.n_features)
-        n_threads = max(1, n_threads)
+        cdef CSRView rows = csr_view(X)
         cdef unsigned char[::1] work_bytes = _beam_buffer(n_threads, beam_width)
         cdef BeamEntry* work = <BeamEntry*>&work_bytes[0]
         # Per-thread mixture accumulators; all-zero between rows.
@@ -488,6 +472,7 @@ cdef class LOMTreeBuilder:
         cdef float64_t[:, ::1] mass = np.zeros((n_threads, n_mixed))
         cdef unsigned char[:, ::1] listed = np.zeros((n_threads, n_mixed), dtype=np.uint8)
         cdef index_t[:, ::1] touched = np.empty((n_threads, n_mixed), dtype=np.int32)
+        cdef float64_t[:, ::1] best = np.zeros((n_threads, k))
         if self.ranking is None:
             self.ranking = self._ranked_histograms()
         rank_ptr_array, rank_label_array, rank_score_array = self.ranking
@@ -495,9 +480,7 @@ cdef class LOMTreeBuilder:
         cdef const int64_t[::1] rank_ptr = rank_ptr_array
         cdef const index_t[::1] rank_label = rank_label_array
         cdef const float32_t[::1] rank_score = rank_score_array
-        cdef const index_t* all_indices = _data_pointer_i(indices)
-        cdef const float32_t* all_values = _data_pointer_f(data)
-        n_rows = ptr.shape[0] - 1
+        n_rows = rows.n_rows
         labels_out = np.full((n_rows, k), -1, dtype=np.int32)
         scores_out = np.zeros((n_rows, k), dtype=np.float32)
         cdef index_t[:, ::1] top_labels = labels_out
@@ -511,22 +494,20 @@ cdef class LOMTreeBuilder:
         with nogil, parallel(num_threads=n_threads):
             for row in prange(n_rows, schedule="static"):
                 if beam_width == 1:
-                    leaf = self._descend(_row_indices(ptr, all_indices, row),
-                                         _row_values(ptr, all_values, row),
-                                         <index_t>(ptr[row + 1] - ptr[row]))
+                    leaf = self._descend(row_indices(&rows, row), row_values(&rows, row),
+                                         row_nnz(&rows, row))
                     filled = 0
                 else:
                     thread = threadid()
                     beam = work + 3 * beam_width * thread
-                    n_beam = self._beam_search(_row_indices(ptr, all_indices, row),
-                                               _row_values(ptr, all_values, row),
-                                               <index_t>(ptr[row + 1] - ptr[row]), beam_width,
+                    n_beam = self._beam_search(row_indices(&rows, row), row_values(&rows, row),
+                                               row_nnz(&rows, row), beam_width,
                                                beam_scale, &margins[0], beam)
                     leaf = beam[0].node
                     filled = self._mix_histograms(
                         beam, n_beam, &rank_ptr[0], &rank_label[0], &rank_score[0], k,
                         &mass[thread, 0], &listed[thread, 0], &touched[thread, 0],
-                        &top_labels[row, 0], &top_scores[row, 0])
+                        &best[thread, 0], &top_labels[row, 0], &top_scores[row, 0])
                 self._fill_ranking(leaf, &rank_ptr[0], &rank_label[0], &rank_score[0], k,
                                    filled, &top_labels[row, 0], &top_scores[row, 0])
         return labels_out, scores_out
@@ -534,15 +515,17 @@ cdef class LOMTreeBuilder:
     cdef int _mix_histograms(self, const BeamEntry* beam, int n_beam, const int64_t* rank_ptr,
                              const index_t* rank_label, const float32_t* rank_score, int k,
                              float64_t* mass, unsigned char* listed, index_t* touched,
-                             index_t* out_labels, float32_t* out_scores) noexcept nogil:
+                             float64_t* best, index_t* out_labels,
+                             float32_t* out_scores) noexcept nogil:
         """Write the k classes of largest mixture share of the beam's leaves; return how many.
 
         `mass` and `listed` (one slot per class) are all zero on entry and on
-        return; `touched` is scratch space of the same length.
+        return; `touched` is scratch space of the same length, `best` of k
+        (the shares of the top-k heap, ``_top_k.pxd``).
         """
         cdef float64_t total = 0.0
         cdef float64_t weight
-        cdef int i, position, slot
+        cdef int i
         cdef int n_touched = 0
         cdef int filled = 0
         cdef index_t node, label
@@ -561,24 +544,11 @@ cdef class LOMTreeBuilder:
                     touched[n_touched] = label
                     n_touched += 1
                 mass[label] += weight * rank_score[entry]
-        for i in range(n_touched):  # insertion into the top k: larger mass, then smaller id
-            label = touched[i]
-            position = filled
-            while position > 0 and (mass[out_labels[position - 1]] < mass[label] or (
-                    mass[out_labels[position - 1]] == mass[label]
-                    and out_labels[position - 1] > label)):
-                position -= 1
-            if position >= k:
-                continue
-            slot = filled if filled < k else k - 1
-            while slot > position:
-                out_labels[slot] = out_labels[slot - 1]
-                slot -= 1
-            out_labels[position] = label
-            if filled < k:
-                filled += 1
+        for i in range(n_touched):
+            filled = offer_top_k(out_labels, best, filled, k, touched[i], mass[touched[i]])
+        sort_top_k(out_labels, best, filled, out_labels, best)
         for i in range(filled):
-            out_scores[i] = <float32_t>mass[out_labels[i]]
+            out_scores[i] = <float32_t>best[i]
         for i in range(n_touched):
             mass[touched[i]] = 0.0
             listed[touched[i]] = 0
@@ -825,14 +795,6 @@ cdef int _keep_most_probable(const BeamEntry* candidates, int n_candidates, Beam
     return n_out
 
 
-def _check_beam(int beam_width, double beam_scale):
-    """Raise ValueError unless the beam has at least one node and a positive finite scale."""
-    if beam_width < 1:
-        raise ValueError("beam_width must be at least 1")
-    if not 0.0 < beam_scale < float("inf"):
-        raise ValueError(f"beam_scale must be positive and finite, got {beam_scale!r}")
-
-
 def _beam_buffer(int n_threads, int beam_width):
     """Scratch bytes for beam searches: 3 * beam_width entries per thread."""
     return np.empty(n_threads * 3 * beam_width * sizeof(BeamEntry), dtype=np.uint8)
@@ -842,31 +804,3 @@ def _node_totals(ptr, reached):
     """Sum of ``reached`` over each node's entries (0 for nodes without entries)."""
     cumulative = np.concatenate(([0], np.cumsum(reached, dtype=np.int64)))
     return np.diff(cumulative[ptr])
-
-
-def _checked_indptr(indptr, indices, data, index_t n_features):
-    """Check CSR arrays enough for the kernels to read them safely; return indptr."""
-    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
-    if (not isinstance(indices, np.ndarray) or indices.dtype != np.int32
-            or not isinstance(data, np.ndarray) or data.dtype != np.float32
-            or not indices.flags.c_contiguous or not data.flags.c_contiguous):
-        raise ValueError("indices must be contiguous int32 and data contiguous float32")
-    if indptr.ndim != 1 or indptr.shape[0] < 1 or indices.shape != data.shape:
-        raise ValueError("malformed CSR arrays")
-    if indptr[0] != 0 or indptr[indptr.shape[0] - 1] != indices.shape[0] or np.any(np.diff(indptr) < 0):
-        raise ValueError("CSR indptr does not match the stored entries")
-    if indices.size and (indices.min() < 0 or indices.max() >= n_features):
-        raise ValueError(f"feature index out of range [0, {n_features})")
-    return indptr
-
-
-cdef const index_t* _data_pointer_i(array):
-    """Address of the first element of an int32 array, NULL when it is empty."""
-    cdef const index_t[::1] view = array
-    return &view[0] if view.shape[0] > 0 else NULL
-
-
-cdef const float32_t* _data_pointer_f(array):
-    """Address of the first element of a float32 array, NULL when it is empty."""
-    cdef const float32_t[::1] view = array
-    return &view[0] if view.shape[0] > 0 else NULL

@@ -35,6 +35,9 @@ __all__ = ["FORMAT_VERSION", "OLDEST_READABLE_VERSION", "ModelFile", "save_model
 #:    LdSM's ``rerank`` hyper-parameter may be a dict of re-ranker settings.
 #:    New hyper-parameters, absent from version 1 files (which load with their
 #:    defaults): LdSM's ``leaf_aggregation`` and LOMTree's ``beam_scale``.
+#:    Later, a new kind without a new version (no other kind's layout
+#:    changed): ``"reranked"``, a learner's state under ``estimator/`` names
+#:    beside its re-ranker's (``xmltree.rerank.Reranked``).
 FORMAT_VERSION = 2
 
 #: Files of versions ``OLDEST_READABLE_VERSION`` to ``FORMAT_VERSION`` are read;

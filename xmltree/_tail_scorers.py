@@ -24,8 +24,6 @@ names so that an estimator can keep them beside its own in one model file.
 from __future__ import annotations
 
 import logging
-import math
-from numbers import Integral, Real
 
 import numpy as np
 import scipy.linalg
@@ -34,6 +32,7 @@ import scipy.sparse as sp
 import scipy.special
 
 from . import _rerank
+from ._base import check_bool, check_choice, check_int, check_real
 from ._validation import check_csr_structure, check_features, check_labels
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 
@@ -66,38 +65,6 @@ STATE_PREFIX = "rerank."
 
 
 # ----------------------------------------------------------------------------- checks
-
-
-def _check_real(value, name: str, low: float, high: float, *, low_open: bool = False) -> float:
-    """Return ``value`` as a float in ``[low, high]`` (``(low, high]`` if `low_open`)."""
-    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite real number, got {value!r}")
-    too_low = value <= low if low_open else value < low
-    if too_low or value > high:
-        interval = f"{'(' if low_open else '['}{low}, {high}]"
-        raise ValueError(f"{name} must be in {interval}, got {value!r}")
-    return float(value)
-
-
-def _check_gamma(gamma) -> float:
-    """Return the tail classifier's sharpness as a finite float > 0."""
-    return _check_real(gamma, "gamma", 0.0, math.inf, low_open=True)
-
-
-def _check_penalty(value, name: str = "penalty") -> float:
-    """Return a linear tail scorer's penalty as a finite float > 0."""
-    return _check_real(value, name, 0.0, math.inf, low_open=True)
-
-
-def _check_tail_settings(feature_weighting, unit_centroids) -> tuple[str, bool]:
-    """Validate how :class:`TailScorer` builds its centroids."""
-    if feature_weighting not in FEATURE_WEIGHTINGS:
-        raise ValueError(
-            f"feature_weighting must be one of {FEATURE_WEIGHTINGS}, got {feature_weighting!r}"
-        )
-    if not isinstance(unit_centroids, (bool, np.bool_)):
-        raise ValueError(f"unit_centroids must be True or False, got {unit_centroids!r}")
-    return feature_weighting, bool(unit_centroids)
 
 
 def _check_candidate_labels(labels, n_labels: int | None = None) -> np.ndarray:
@@ -161,7 +128,27 @@ class _Scorer:
             labels never seen in training.
         """
         self._check_fitted()
-        return np.exp(self._log_score(X, _check_candidate_labels(labels, self.n_labels_)))
+        labels = _check_candidate_labels(labels, self.n_labels_)
+        return np.exp(self._log_score(check_points(X, labels, self.n_features_), labels))
+
+
+def check_training_data(X, Y, n_labels: int | None = None) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """Check the training data of a tail scorer or re-ranker, once."""
+    X = check_features(X)
+    return X, check_labels(Y, n_samples=X.shape[0], n_labels=n_labels)
+
+
+def check_points(X, labels: np.ndarray, n_features: int) -> sp.csr_matrix:
+    """Check the points whose candidate `labels` are scored, once."""
+    X = check_features(X, n_features=n_features)
+    check_rows_match(X, labels)
+    return X
+
+
+def check_rows_match(X: sp.csr_matrix, labels: np.ndarray) -> None:
+    """One row of candidates per point."""
+    if X.shape[0] != labels.shape[0]:
+        raise DataFormatError(f"labels: has {labels.shape[0]} rows but X has {X.shape[0]}")
 
 
 class TailScorer(_Scorer):
@@ -198,10 +185,10 @@ class TailScorer(_Scorer):
     def __init__(
         self, gamma: float = 2.0, feature_weighting: str = "idf", unit_centroids: bool = True
     ):
-        self.gamma = _check_gamma(gamma)
-        self.feature_weighting, self.unit_centroids = _check_tail_settings(
-            feature_weighting, unit_centroids
-        )
+        self.gamma = check_real("gamma", gamma, 0.0, strict=True)
+        self.feature_weighting = check_choice("feature_weighting", feature_weighting,
+                                              FEATURE_WEIGHTINGS)
+        self.unit_centroids = check_bool("unit_centroids", unit_centroids)
 
     def fit(self, X, Y, n_labels: int | None = None) -> TailScorer:
         """Compute the label centroids.
@@ -221,8 +208,10 @@ class TailScorer(_Scorer):
         TailScorer
             ``self``.
         """
-        X = check_features(X)
-        Y = check_labels(Y, n_samples=X.shape[0], n_labels=n_labels)
+        return self._fit(*check_training_data(X, Y, n_labels))
+
+    def _fit(self, X: sp.csr_matrix, Y: sp.csr_matrix) -> TailScorer:
+        """:meth:`fit` on data :func:`check_training_data` returned."""
         weights = _feature_weights(X, self.feature_weighting)
         X_unit = _unit_rows(X @ sp.diags(weights))
         counts = np.diff(Y.tocsc().indptr).astype(np.int64)
@@ -263,11 +252,8 @@ class TailScorer(_Scorer):
             minlength=self.n_labels_,
         ).astype(np.float64)  # bincount of nothing is int64
 
-    def _log_score(self, X, labels: np.ndarray) -> np.ndarray:
-        """``log t_l(x)`` for validated int32 candidate ids; -inf in empty slots."""
-        X = check_features(X, n_features=self.n_features_)
-        if X.shape[0] != labels.shape[0]:
-            raise DataFormatError(f"labels: has {labels.shape[0]} rows but X has {X.shape[0]}")
+    def _log_score(self, X: sp.csr_matrix, labels: np.ndarray) -> np.ndarray:
+        """``log t_l(x)`` of checked points and int32 candidate ids; -inf in empty slots."""
         centroids = self.centroids_
         return _rerank.tail_log_scores(
             X.indptr,
@@ -325,8 +311,9 @@ class _LinearTailScorer(_Scorer):
     _COEF_NAME = ""
 
     def __init__(self, penalty: float = 1.0, feature_weighting: str = "idf"):
-        self.penalty = _check_penalty(penalty)
-        self.feature_weighting, _ = _check_tail_settings(feature_weighting, True)
+        self.penalty = check_real("penalty", penalty, 0.0, strict=True)
+        self.feature_weighting = check_choice("feature_weighting", feature_weighting,
+                                              FEATURE_WEIGHTINGS)
 
     def fit(self, X, Y, n_labels: int | None = None):
         """Fit the weights of every label.
@@ -350,8 +337,10 @@ class _LinearTailScorer(_Scorer):
         ValueError
             If the dense arrays of the fit would exceed ``MAX_DENSE_BYTES``.
         """
-        X = check_features(X)
-        Y = check_labels(Y, n_samples=X.shape[0], n_labels=n_labels)
+        return self._fit(*check_training_data(X, Y, n_labels))
+
+    def _fit(self, X: sp.csr_matrix, Y: sp.csr_matrix):
+        """:meth:`fit` on data :func:`check_training_data` returned."""
         n_features, n_labels = X.shape[1], Y.shape[1]
         needed = self._dense_bytes(n_features + 1, n_labels)
         if needed > MAX_DENSE_BYTES:
@@ -384,11 +373,8 @@ class _LinearTailScorer(_Scorer):
         self.feature_weights_ = np.ascontiguousarray(feature_weights, dtype=np.float32)
         self.n_features_, self.n_labels_ = coef.shape[0] - 1, coef.shape[1]
 
-    def _log_score(self, X, labels: np.ndarray) -> np.ndarray:
-        """The log score of validated int32 candidate ids; -inf in empty slots."""
-        X = check_features(X, n_features=self.n_features_)
-        if X.shape[0] != labels.shape[0]:
-            raise DataFormatError(f"labels: has {labels.shape[0]} rows but X has {X.shape[0]}")
+    def _log_score(self, X: sp.csr_matrix, labels: np.ndarray) -> np.ndarray:
+        """The log score of checked points and int32 candidate ids; -inf in empty slots."""
         A = _unit_rows(X @ sp.diags(self.feature_weights_))
         log_scores = np.full(labels.shape, -np.inf)
         # All labels' scores for a block of rows at a time: dense, but bounded.
@@ -496,10 +482,9 @@ class LogisticTailScorer(_LinearTailScorer):
     Hessian of each label's objective if all its predictions were ``f_l``,
     so the frequent labels' steep directions and the rare labels' flat ones
     are both rescaled to about unit curvature, and the biases start at the
-    labels' log-odds. On Delicious (501 columns, 983 labels) this takes 44
-    iterations at penalty 1 and 129 at penalty 0.1 (an unpreconditioned
-    float64 L-BFGS from zero needed 230 at penalty 1). ``W`` is dense, so
-    this scorer is, like ridge, for up to a few thousand features;
+    labels' log-odds, which cuts the iterations several times against an
+    unpreconditioned start from zero (``benchmarks/README.md``). ``W`` is
+    dense, so this scorer is, like ridge, for up to a few thousand features;
     :meth:`fit` refuses problems whose dense arrays exceed
     ``MAX_DENSE_BYTES``.
 
@@ -537,10 +522,8 @@ class LogisticTailScorer(_LinearTailScorer):
         max_iter: int = 300,
     ):
         super().__init__(penalty, feature_weighting)
-        self.tol = _check_real(tol, "tol", 0.0, 1.0, low_open=True)
-        if isinstance(max_iter, bool) or not isinstance(max_iter, Integral) or max_iter < 1:
-            raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
-        self.max_iter = int(max_iter)
+        self.tol = check_real("tol", tol, 0.0, 1.0, strict=True)
+        self.max_iter = check_int("max_iter", max_iter, 1)
         self.n_iter_ = 0
 
     @staticmethod

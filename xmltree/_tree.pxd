@@ -4,8 +4,8 @@
 # Every tree of the ensemble is concatenated into the same arrays; node ids
 # are global (tree t owns nodes tree_offset[t] .. tree_offset[t + 1] - 1, and
 # its root is tree_offset[t]). Invariants, checked in Python before any
-# kernel runs (see `check_tree`): inside each tree a child id is larger than
-# its parent's id, an internal node has exactly `arity` consecutive children
+# kernel runs (see `xmltree._flat_tree.check_tree`): inside each tree a
+# child id is larger than its parent's id, an internal node has exactly `arity` consecutive children
 # and `arity` regressors, a leaf has a non-empty label histogram, every weight
 # index is < n_features and every label is < n_labels.
 
@@ -97,8 +97,6 @@ cdef struct Scratch:
                                  # feature-major: child m's weight for feature j at
                                  # feature_slot[j] * arity + m; all zero between nodes
     uint8_t* goes                # (arity,) children chosen by the routing rule
-    index_t* heap_labels         # (n_labels,) top-k selection heap
-    float32_t* heap_scores       # (n_labels,) scores of heap_labels
 
 
 cdef class Forest:
@@ -122,5 +120,4 @@ cdef class Forest:
     cdef readonly bint sum_leaves        # see ForestArrays.sum_leaves
     cdef ForestArrays arrays             # raw views for the kernels
 
-    cdef void _concatenate(self, list trees, bint release) except *
     cdef void _fill_arrays(self)

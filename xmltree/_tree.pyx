@@ -27,6 +27,7 @@ one scan instead of being kept entry by entry.
 """
 
 cimport cython
+cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 from libc.stdint cimport uint8_t
 from libc.stdlib cimport calloc, free, malloc, qsort, realloc
@@ -42,30 +43,17 @@ cdef extern from *:
     void prefetch "XMLTREE_PREFETCH" (const void* address) noexcept nogil
 
 from ._routing cimport route
+from ._sparse cimport CSRView, csr_view
+from ._top_k cimport offer_top_k, sort_top_k
 from ._types cimport float32_t, float64_t, index_t, offset_t
 
-from ._validation import check_csr_structure, check_features
-from .exceptions import DataFormatError, ModelFormatError
+from ._flat_tree import MAX_ARITY, check_tree, concatenate_trees, routing_threshold
+from ._validation import check_features
+from .exceptions import ModelFormatError
 
-__all__ = ["Forest", "check_tree", "routing_threshold", "LEAF_AGGREGATIONS", "LEAF_SCORES",
-           "TREE_ARRAYS"]
+__all__ = ["Forest"]
 
-# The build turns wrap-around off for speed; the Python-level helpers below
-# that index NumPy arrays with -1 switch it back on with
-# @cython.wraparound(True), so that `a[-1]` keeps its Python meaning.
-
-#: Routing threshold on the raw regressor score for each routing mode: the
-#: authors' 0.5 on the margin, or sigmoid(z) >= 0.5, i.e. z >= 0.
-_THRESHOLDS = {"margin": 0.5, "sigmoid": 0.0}
-
-#: What leaves may store per label: a normalised histogram, or the fraction
-#: of the leaf's training examples carrying the label (``_ldsm.build_tree``).
-LEAF_SCORES = ("distribution", "frequency")
-
-#: How a tree combines the leaves an example reaches: their average (the
-#: paper's Algorithm 2) or their sum, which gives a tree that sends the
-#: example down several paths a larger say (see ``LdSM``).
-LEAF_AGGREGATIONS = ("mean", "sum")
+cnp.import_array()
 
 #: Scores are accumulated without tracking which labels they touch when the
 #: label space is at most this many times the histogram entries an example
@@ -75,201 +63,9 @@ LEAF_AGGREGATIONS = ("mean", "sum")
 #: per example with 50 trees), this made prediction 7-15% faster (Bibtex: 2-5%).
 DENSE_SCORES_RATIO = 1.0
 
-#: The arrays of one flat tree, with their dtypes (the build_tree contract).
-TREE_ARRAYS = {
-    "first_child": np.int32,
-    "parent": np.int32,
-    "depth": np.int32,
-    "n_samples": np.int64,
-    "weight_indptr": np.int64,
-    "weight_indices": np.int32,
-    "weight_values": np.float32,
-    "bias": np.float32,
-    "leaf_indptr": np.int64,
-    "leaf_labels": np.int32,
-    "leaf_values": np.float32,
-    "trace_indptr": np.int64,
-    "trace_values": np.float32,
-}
-
-
-def routing_threshold(routing):
-    """Return the threshold on the raw score z used by a routing mode.
-
-    Parameters
-    ----------
-    routing : {"margin", "sigmoid"}
-        Routing mode of the trees.
-
-    Returns
-    -------
-    float
-    """
-    try:
-        return _THRESHOLDS[routing]
-    except KeyError:
-        raise ValueError(
-            f"routing must be one of {sorted(_THRESHOLDS)}, got {routing!r}"
-        ) from None
-
-
-# --------------------------------------------------------------------------
-# Validation of one flat tree (Python, vectorised): everything the kernels
-# rely on, so that a tampered model file can never make them read out of
-# bounds or loop forever.
-# --------------------------------------------------------------------------
-
-def check_tree(tree, arity, n_features, n_labels, leaf_scores="distribution"):
-    """Check that a flat tree satisfies the ``build_tree`` contract.
-
-    Parameters
-    ----------
-    tree : dict of str to numpy.ndarray
-        The arrays listed in :data:`TREE_ARRAYS`.
-    arity : int
-        Children per internal node.
-    n_features, n_labels : int
-        Sizes of the feature and label spaces.
-    leaf_scores : {"distribution", "frequency"}, default="distribution"
-        What the leaves store (see ``xmltree._ldsm.build_tree``): histograms
-        summing to 1, or label frequencies in (0, 1].
-
-    Raises
-    ------
-    ModelFormatError
-        Naming the first violated property: a missing array, a wrong dtype
-        or shape, a broken parent/child structure, a non-monotone or
-        inconsistent ``indptr``, an out-of-range index, a non-finite value,
-        or a leaf histogram that is empty, not positive, or does not sum to
-        1 (distributions) or exceeds 1 (frequencies).
-    """
-    _check_dtypes(tree)
-    n_nodes = tree["first_child"].shape[0]
-    if n_nodes < 1:
-        raise ModelFormatError("tree has no nodes")
-    _check_shapes(tree, n_nodes, arity)
-    _check_structure(tree, n_nodes, arity)
-    is_leaf = tree["first_child"] < 0
-    _check_csr(tree["weight_indptr"], tree["weight_indices"], "weight indices", n_features)
-    _check_csr(tree["leaf_indptr"], tree["leaf_labels"], "leaf labels", n_labels)
-    _check_csr(tree["trace_indptr"], tree["trace_values"], "objective trace")
-    _check_rows_present(tree, is_leaf, arity)
-    for name in ("weight_values", "bias", "leaf_values"):
-        if not np.all(np.isfinite(tree[name])):
-            raise ModelFormatError(f"tree array {name!r} has NaN or infinite values")
-    _check_histograms(tree, is_leaf, leaf_scores)
-
-
-def _check_dtypes(tree):
-    for name, dtype in TREE_ARRAYS.items():
-        array = tree.get(name)
-        if not isinstance(array, np.ndarray):
-            raise ModelFormatError(f"tree array {name!r} is missing")
-        if array.dtype != np.dtype(dtype):
-            raise ModelFormatError(
-                f"tree array {name!r} has dtype {array.dtype}, expected {np.dtype(dtype)}"
-            )
-        if array.ndim != (2 if name == "bias" else 1):
-            raise ModelFormatError(f"tree array {name!r} has {array.ndim} dimensions")
-
-
-def _check_shapes(tree, n_nodes, arity):
-    expected = {
-        "parent": (n_nodes,),
-        "depth": (n_nodes,),
-        "n_samples": (n_nodes,),
-        "bias": (n_nodes, arity),
-        "weight_indptr": (n_nodes * arity + 1,),
-        "leaf_indptr": (n_nodes + 1,),
-        "trace_indptr": (n_nodes + 1,),
-    }
-    for name, shape in expected.items():
-        if tree[name].shape != shape:
-            raise ModelFormatError(
-                f"tree array {name!r} has shape {tree[name].shape}, expected {shape}"
-            )
-
-
-def _check_structure(tree, n_nodes, arity):
-    """Root 0; every internal node owns `arity` consecutive later nodes whose
-    parent it is; every other node is owned by its parent. Hence each node is
-    reached from exactly one parent, and a descent visits it at most once."""
-    first_child, parent, depth = tree["first_child"], tree["parent"], tree["depth"]
-    nodes = np.arange(n_nodes, dtype=np.int64)
-    if parent[0] != -1 or depth[0] != 0:
-        raise ModelFormatError("tree root must be node 0 with parent -1 and depth 0")
-    if n_nodes > 1 and np.any((parent[1:] < 0) | (parent[1:] >= nodes[1:])):
-        raise ModelFormatError("tree has a parent id that is not smaller than its child's id")
-    internal = np.flatnonzero(first_child >= 0)
-    if np.any(first_child < -1):
-        raise ModelFormatError("tree array 'first_child' has a negative id other than -1")
-    children = first_child[internal].astype(np.int64)
-    if np.any(children <= internal) or np.any(children + arity > n_nodes):
-        raise ModelFormatError("tree has a child id out of range or not above its parent")
-    owner = np.full(n_nodes, -1, dtype=np.int64)
-    for m in range(arity):
-        owner[children + m] = internal
-    if np.any(owner[1:] != parent[1:]):
-        raise ModelFormatError("tree 'parent' and 'first_child' arrays disagree")
-    if n_nodes > 1 and np.any(depth[1:] != depth[parent[1:]] + 1):
-        raise ModelFormatError("tree 'depth' is not parent depth + 1")
-
-
-@cython.wraparound(True)
-def _check_csr(indptr, entries, name, n_cols=None):
-    """Check one CSR block of a tree: `indptr` consistent with `entries`, and
-    for `n_cols` given, sorted unique column indices below `n_cols`."""
-    if indptr[0] != 0 or indptr[-1] != entries.shape[0] or np.any(np.diff(indptr) < 0):
-        raise ModelFormatError(f"tree {name}: indptr is not a valid CSR row pointer")
-    if n_cols is not None:
-        try:
-            check_csr_structure(indptr, entries, (indptr.shape[0] - 1, n_cols), f"tree {name}")
-        except DataFormatError as exc:
-            raise ModelFormatError(str(exc)) from None
-
-
-def _check_rows_present(tree, is_leaf, arity):
-    """Internal nodes have regressors and no histogram; leaves the opposite."""
-    if tree["weight_values"].shape != tree["weight_indices"].shape:
-        raise ModelFormatError("tree weight indices and values differ in length")
-    if tree["leaf_values"].shape != tree["leaf_labels"].shape:
-        raise ModelFormatError("tree leaf labels and values differ in length")
-    weight_rows = np.diff(tree["weight_indptr"]).reshape(-1, arity)
-    if np.any(weight_rows[is_leaf] != 0):
-        raise ModelFormatError("tree has regressor weights on a leaf, which must have none")
-    histogram_sizes = np.diff(tree["leaf_indptr"])
-    if np.any(histogram_sizes[~is_leaf] != 0):
-        raise ModelFormatError("tree has a label histogram on an internal node")
-    if np.any(histogram_sizes[is_leaf] == 0):
-        raise ModelFormatError("tree has a leaf with an empty label histogram")
-
-
-def _check_histograms(tree, is_leaf, leaf_scores):
-    values = tree["leaf_values"]
-    # Positive values make a label's score non-zero exactly when one of its
-    # leaves was reached, which the dense accumulation relies on.
-    if np.any(values <= 0):
-        raise ModelFormatError("tree has a leaf histogram value that is not positive")
-    if leaf_scores == "frequency":
-        if np.any(values > 1):
-            raise ModelFormatError("tree has a leaf label frequency above 1")
-        return
-    starts = tree["leaf_indptr"][:-1][is_leaf]
-    sums = np.add.reduceat(values.astype(np.float64), starts) if values.size else np.zeros(0)
-    if np.any(np.abs(sums - 1.0) > 1e-3):
-        raise ModelFormatError("tree has a leaf histogram that does not sum to 1")
-
-
 # --------------------------------------------------------------------------
 # Internal structs
 # --------------------------------------------------------------------------
-
-cdef struct CsrRows:
-    # Raw views of a validated CSR feature matrix (see `csr_rows`).
-    const offset_t* indptr       # (n_samples + 1,) row pointers
-    const index_t* indices       # sorted feature ids within each row
-    const float32_t* values      # feature values
-
 
 cdef struct RowBuffer:
     # One thread's growing output of (label, score) pairs for predict_scores.
@@ -278,6 +74,27 @@ cdef struct RowBuffer:
     offset_t size        # pairs written
     offset_t capacity    # pairs allocated
     bint failed          # an allocation failed; the output is incomplete
+
+
+ctypedef void (*BlockAction)(const ForestArrays* f, Scratch* s, index_t first, index_t n_rows,
+                             int thread, void* output) noexcept nogil
+
+
+cdef struct TopKOutput:
+    # Where rank_block writes: row-major (n_samples, k) arrays.
+    index_t* labels              # best labels, -1 padding
+    float32_t* scores            # their scores, 0 padding
+    index_t k                    # row length
+    index_t heap_size            # min(k, n_labels): labels a row can have
+
+
+cdef struct ScoresOutput:
+    # Where collect_block_scores writes: each thread appends to its own
+    # buffer and records, per row, where that row's pairs went.
+    RowBuffer* buffers           # (n_threads,)
+    index_t* row_thread          # (n_samples,) buffer holding the row
+    offset_t* row_start          # (n_samples,) first pair of the row in it
+    offset_t* row_nnz            # (n_samples,) pairs of the row
 
 
 # --------------------------------------------------------------------------
@@ -308,62 +125,43 @@ cdef class Forest:
         Remove each tree's weight and leaf arrays from its dict as soon as
         they are copied, so that a caller owning the dicts holds the model
         about 1.5 times rather than twice while the forest is built.
+    check_trees : bool, default=True
+        Check every tree with :func:`check_tree` (and the sizes) first, as
+        trees read from a file must be. ``False`` is for trees the builder
+        just grew or that a forest already holds; the hyper-parameters are
+        the estimator's, checked by it.
     """
 
     def __init__(self, trees, *, arity, n_features, n_labels, routing,
-                 leaf_scores="distribution", leaf_aggregation="mean", release=False):
-        if leaf_scores not in LEAF_SCORES:
-            raise ValueError(f"leaf_scores must be one of {LEAF_SCORES}, got {leaf_scores!r}")
-        if leaf_aggregation not in LEAF_AGGREGATIONS:
-            raise ValueError(f"leaf_aggregation must be one of {LEAF_AGGREGATIONS}, "
-                             f"got {leaf_aggregation!r}")
-        if len(trees) < 1:
-            raise ModelFormatError("a forest needs at least one tree")
-        if not 2 <= arity <= 64 or n_features < 1 or n_labels < 1:
-            raise ModelFormatError("forest arity, n_features or n_labels out of range")
-        for tree in trees:
-            check_tree(tree, arity, n_features, n_labels, leaf_scores)
+                 leaf_scores="distribution", leaf_aggregation="mean", release=False,
+                 check_trees=True):
+        if check_trees:
+            if len(trees) < 1:
+                raise ModelFormatError("a forest needs at least one tree")
+            if not 2 <= arity <= MAX_ARITY or n_features < 1 or n_labels < 1:
+                raise ModelFormatError("forest arity, n_features or n_labels out of range")
+            for tree in trees:
+                check_tree(tree, arity, n_features, n_labels, leaf_scores)
         self.arity = arity
         self.n_features = n_features
         self.n_labels = n_labels
         self.threshold = routing_threshold(routing)
         self.sum_leaves = leaf_aggregation == "sum"
-        self._concatenate(list(trees), release)
+        arrays = concatenate_trees(list(trees), arity, n_features, release)
+        self.tree_offset = arrays["tree_offset"]
+        self.first_child = arrays["first_child"]
+        self.weight_indptr = arrays["weight_indptr"]
+        self.weight_indices = arrays["weight_indices"]
+        self.weight_values = arrays["weight_values"]
+        self.bias = arrays["bias"]
+        self.feature_slot = arrays["feature_slot"]
+        self.leaf_indptr = arrays["leaf_indptr"]
+        self.leaf_labels = arrays["leaf_labels"]
+        self.leaf_values = arrays["leaf_values"]
         n_leaves = int(np.sum(self.first_child < 0))
         self.dense_scores = (n_labels <= DENSE_SCORES_RATIO * len(trees)
                              * self.leaf_labels.shape[0] / n_leaves)
         self._fill_arrays()
-
-    @cython.wraparound(True)
-    cdef void _concatenate(self, list trees, bint release) except *:
-        """Join the validated trees, making child ids global."""
-        n_nodes = np.array([tree["first_child"].shape[0] for tree in trees], dtype=np.int64)
-        node_offset = np.concatenate([[0], np.cumsum(n_nodes)])
-        if node_offset[-1] >= 2**31 // self.arity:
-            raise ModelFormatError("forest too large for 32-bit node ids")
-        self.tree_offset = node_offset
-        self.first_child = np.concatenate([
-            np.where(tree["first_child"] >= 0, tree["first_child"] + offset, -1)
-            for tree, offset in zip(trees, node_offset)
-        ]).astype(np.int32)
-        self.weight_indptr = _concatenate_indptr([tree["weight_indptr"] for tree in trees])
-        self.weight_indices = _join(trees, "weight_indices", release)
-        self.weight_values = _join(trees, "weight_values", release)
-        self.bias = np.concatenate([tree["bias"].ravel() for tree in trees])
-        self.leaf_indptr = _concatenate_indptr([tree["leaf_indptr"] for tree in trees])
-        self.leaf_labels = _join(trees, "leaf_labels", release)
-        self.leaf_values = _join(trees, "leaf_values", release)
-        # Features kept by many regressors are the frequent ones (weights
-        # only move where x is non-zero): give them neighbouring slots in the
-        # node blocks, so a few cache lines of a block serve most examples.
-        usage = np.bincount(self.weight_indices, minlength=self.n_features)
-        self.feature_slot = np.empty(self.n_features, dtype=np.int32)
-        self.feature_slot[np.argsort(-usage, kind="stable")] = np.arange(self.n_features)
-        # The kernels trust these arrays: freeze them against edits in place.
-        for array in (self.tree_offset, self.first_child, self.weight_indptr,
-                      self.weight_indices, self.weight_values, self.bias, self.leaf_indptr,
-                      self.leaf_labels, self.leaf_values, self.feature_slot):
-            array.flags.writeable = False
 
     cdef void _fill_arrays(self):
         cdef const offset_t[::1] tree_offset = self.tree_offset
@@ -402,7 +200,7 @@ cdef class Forest:
         """Number of trees in the forest."""
         return self.arrays.n_trees
 
-    def predict_top_k(self, X, index_t k, int n_threads=1):
+    def predict_top_k(self, X, index_t k, int n_threads=1, bint check_input=True):
         """Return the ``k`` best labels of each example and their scores.
 
         Parameters
@@ -414,6 +212,10 @@ cdef class Forest:
             Labels per example, >= 1.
         n_threads : int, default=1
             OpenMP threads.
+        check_input : bool, default=True
+            ``False``: ``X`` is already what ``check_features(X,
+            n_features=self.n_features)`` returns and ``k >= 1``; nothing is
+            checked again (the estimator's path).
 
         Returns
         -------
@@ -424,43 +226,21 @@ cdef class Forest:
         scores : numpy.ndarray of float32, shape (n_samples, k)
             Averaged ensemble scores of ``labels``.
         """
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
-        X = check_features(X, n_features=self.n_features)
+        if check_input:
+            if k < 1:
+                raise ValueError(f"k must be >= 1, got {k}")
+            X = check_features(X, n_features=self.n_features)
         labels = np.full((X.shape[0], k), -1, dtype=np.int32)
         scores = np.zeros((X.shape[0], k), dtype=np.float32)
-        cdef index_t heap_size = min(k, self.n_labels)
-        cdef CsrRows rows = csr_rows(X)
-        cdef Scratch* scratches = allocate_scratch(&self.arrays, n_threads, heap_size)
-        cdef index_t[:, ::1] labels_view = labels
-        cdef float32_t[:, ::1] scores_view = scores
-        cdef index_t block, first, n_rows, j, n_samples = X.shape[0]
-        cdef index_t rows_per_block = block_rows(n_samples, n_threads)
-        cdef Scratch* scratch
-        try:
-            with nogil:
-                for block in prange(n_blocks(n_samples, rows_per_block), num_threads=n_threads,
-                                    schedule="dynamic"):
-                    scratch = &scratches[threadid()]
-                    first = block * rows_per_block
-                    n_rows = min(rows_per_block, n_samples - first)
-                    descend_block(&self.arrays, scratch, &rows, first, n_rows)
-                    if scratch.failed:
-                        continue
-                    prefetch_histograms(&self.arrays, scratch, 0)
-                    for j in range(n_rows):
-                        if j + 1 < n_rows:
-                            prefetch_histograms(&self.arrays, scratch, j + 1)
-                        score_example(&self.arrays, scratch, j)
-                        select_top_k(scratch, heap_size, &labels_view[first + j, 0],
-                                     &scores_view[first + j, 0])
-                        clear_labels(scratch)
-            check_not_failed(scratches, n_threads)
-        finally:
-            free_scratch(scratches, n_threads)
+        cdef TopKOutput out
+        out.labels = <index_t*>cnp.PyArray_DATA(labels)
+        out.scores = <float32_t*>cnp.PyArray_DATA(scores)
+        out.k = k
+        out.heap_size = min(k, self.n_labels)
+        predict_blocks(&self.arrays, X, n_threads, rank_block, &out)
         return labels, scores
 
-    def predict_scores(self, X, int n_threads=1):
+    def predict_scores(self, X, int n_threads=1, bint check_input=True):
         """Return every non-zero averaged ensemble score.
 
         Parameters
@@ -469,6 +249,8 @@ cdef class Forest:
             Examples, validated as in :meth:`predict_top_k`.
         n_threads : int, default=1
             OpenMP threads.
+        check_input : bool, default=True
+            As in :meth:`predict_top_k`.
 
         Returns
         -------
@@ -477,50 +259,30 @@ cdef class Forest:
             averaged ("mean") each row sums to 1 (up to rounding), since every
             example reaches at least one leaf.
         """
-        X = check_features(X, n_features=self.n_features)
-        cdef index_t n_samples = X.shape[0]
+        if check_input:
+            X = check_features(X, n_features=self.n_features)
+        n_samples = X.shape[0]
         row_thread = np.zeros(n_samples, dtype=np.int32)
         row_start = np.zeros(n_samples, dtype=np.int64)
         row_nnz = np.zeros(n_samples, dtype=np.int64)
-        cdef index_t[::1] row_thread_view = row_thread
-        cdef offset_t[::1] row_start_view = row_start
-        cdef offset_t[::1] row_nnz_view = row_nnz
-        cdef CsrRows rows = csr_rows(X)
-        cdef Scratch* scratches = allocate_scratch(&self.arrays, n_threads, 1)
-        cdef RowBuffer* buffers = <RowBuffer*>calloc(n_threads, sizeof(RowBuffer))
-        cdef index_t block, first, n_rows, k, thread
-        cdef index_t rows_per_block = block_rows(n_samples, n_threads)
-        cdef Scratch* scratch
+        cdef ScoresOutput out
+        out.row_thread = <index_t*>cnp.PyArray_DATA(row_thread)
+        out.row_start = <offset_t*>cnp.PyArray_DATA(row_start)
+        out.row_nnz = <offset_t*>cnp.PyArray_DATA(row_nnz)
+        out.buffers = <RowBuffer*>calloc(n_threads, sizeof(RowBuffer))
+        cdef int thread
         try:
-            if buffers == NULL:
+            if out.buffers == NULL:
                 raise MemoryError()
-            with nogil:
-                for block in prange(n_blocks(n_samples, rows_per_block), num_threads=n_threads,
-                                    schedule="dynamic"):
-                    thread = threadid()
-                    scratch = &scratches[thread]
-                    first = block * rows_per_block
-                    n_rows = min(rows_per_block, n_samples - first)
-                    descend_block(&self.arrays, scratch, &rows, first, n_rows)
-                    if scratch.failed:
-                        continue
-                    for k in range(n_rows):
-                        score_example(&self.arrays, scratch, k)
-                        row_thread_view[first + k] = thread
-                        row_start_view[first + k] = buffers[thread].size
-                        row_nnz_view[first + k] = scratch.n_touched
-                        append_sorted_scores(scratch, &buffers[thread])
-                        clear_labels(scratch)
-            check_not_failed(scratches, n_threads)
+            predict_blocks(&self.arrays, X, n_threads, collect_block_scores, &out)
             for thread in range(n_threads):
-                if buffers[thread].failed:
+                if out.buffers[thread].failed:
                     raise MemoryError("cannot allocate the prediction output")
-            return gather_rows(buffers, row_thread, row_start, row_nnz, self.n_labels)
+            return gather_rows(out.buffers, row_thread, row_start, row_nnz, self.n_labels)
         finally:
-            free_scratch(scratches, n_threads)
-            free_row_buffers(buffers, n_threads)
+            free_row_buffers(out.buffers, n_threads)
 
-    def leaves_reached(self, X, int n_threads=1):
+    def leaves_reached(self, X, int n_threads=1, bint check_input=True):
         """Count the leaves each example reaches in each tree.
 
         Parameters
@@ -529,54 +291,97 @@ cdef class Forest:
             Examples, validated as in :meth:`predict_top_k`.
         n_threads : int, default=1
             OpenMP threads.
+        check_input : bool, default=True
+            As in :meth:`predict_top_k`.
 
         Returns
         -------
         numpy.ndarray of int32, shape (n_samples, n_trees)
             Every entry is >= 1.
         """
-        X = check_features(X, n_features=self.n_features)
+        if check_input:
+            X = check_features(X, n_features=self.n_features)
         counts = np.zeros((X.shape[0], self.arrays.n_trees), dtype=np.int32)
-        cdef index_t[:, ::1] counts_view = counts
-        cdef CsrRows rows = csr_rows(X)
-        cdef Scratch* scratches = allocate_scratch(&self.arrays, n_threads, 1)
-        cdef index_t block, first, n_rows, j, tree, n_samples = X.shape[0]
-        cdef index_t rows_per_block = block_rows(n_samples, n_threads)
-        cdef Scratch* scratch
-        try:
-            with nogil:
-                for block in prange(n_blocks(n_samples, rows_per_block), num_threads=n_threads,
-                                    schedule="dynamic"):
-                    scratch = &scratches[threadid()]
-                    first = block * rows_per_block
-                    n_rows = min(rows_per_block, n_samples - first)
-                    descend_block(&self.arrays, scratch, &rows, first, n_rows)
-                    if scratch.failed:
-                        continue
-                    for j in range(n_rows):
-                        for tree in range(self.arrays.n_trees):
-                            counts_view[first + j, tree] = (
-                                scratch.block_n_leaves[<offset_t>tree * BLOCK_SIZE + j])
-            check_not_failed(scratches, n_threads)
-        finally:
-            free_scratch(scratches, n_threads)
+        predict_blocks(&self.arrays, X, n_threads, count_block_leaves,
+                       <index_t*>cnp.PyArray_DATA(counts))
         return counts
 
-cdef CsrRows csr_rows(X):
-    """Raw pointers into the arrays of a CSR matrix from ``check_features``.
 
-    The matrix must stay referenced while the pointers are used. Empty
-    `indices`/`data` give NULL pointers, never dereferenced since every row
-    is then empty.
+# --------------------------------------------------------------------------
+# The block-parallel scaffold and what it does with each block
+# --------------------------------------------------------------------------
+
+cdef int predict_blocks(const ForestArrays* f, X, int n_threads, BlockAction action,
+                        void* output) except -1:
+    """Descend the rows of the checked matrix `X` through every tree, block by
+    block on `n_threads` threads, and hand each descended block to `action`
+    with the thread's scratch (the one prediction loop of the forest).
+
+    Raises MemoryError if a thread's scratch could not grow.
     """
-    cdef const offset_t[::1] indptr = X.indptr
-    cdef const index_t[::1] indices = X.indices
-    cdef const float32_t[::1] values = X.data
-    cdef CsrRows rows
-    rows.indptr = &indptr[0]
-    rows.indices = &indices[0] if indices.shape[0] else NULL
-    rows.values = &values[0] if values.shape[0] else NULL
-    return rows
+    cdef CSRView rows = csr_view(X)
+    cdef index_t n_samples = rows.n_rows
+    cdef index_t rows_per_block = block_rows(n_samples, n_threads)
+    cdef Scratch* scratches = allocate_scratch(f, n_threads)
+    cdef Scratch* scratch
+    cdef index_t block, first, n_rows
+    cdef int thread
+    try:
+        with nogil:
+            for block in prange(n_blocks(n_samples, rows_per_block), num_threads=n_threads,
+                                schedule="dynamic"):
+                thread = threadid()
+                scratch = &scratches[thread]
+                first = block * rows_per_block
+                n_rows = min(rows_per_block, n_samples - first)
+                descend_block(f, scratch, &rows, first, n_rows)
+                if not scratch.failed:
+                    action(f, scratch, first, n_rows, thread, output)
+        check_not_failed(scratches, n_threads)
+    finally:
+        free_scratch(scratches, n_threads)
+    return 0
+
+
+cdef void rank_block(const ForestArrays* f, Scratch* s, index_t first, index_t n_rows,
+                     int thread, void* output) noexcept nogil:
+    """Write the top k labels of every row of the block (a TopKOutput)."""
+    cdef TopKOutput* out = <TopKOutput*>output
+    cdef offset_t at
+    cdef index_t j
+    prefetch_histograms(f, s, 0)
+    for j in range(n_rows):
+        if j + 1 < n_rows:
+            prefetch_histograms(f, s, j + 1)
+        score_example(f, s, j)
+        at = <offset_t>(first + j) * out.k
+        select_top_k(s, out.heap_size, out.labels + at, out.scores + at)
+        clear_labels(s)
+
+
+cdef void collect_block_scores(const ForestArrays* f, Scratch* s, index_t first,
+                               index_t n_rows, int thread, void* output) noexcept nogil:
+    """Append every row's non-zero scores to the thread's buffer (a ScoresOutput)."""
+    cdef ScoresOutput* out = <ScoresOutput*>output
+    cdef index_t j
+    for j in range(n_rows):
+        score_example(f, s, j)
+        out.row_thread[first + j] = thread
+        out.row_start[first + j] = out.buffers[thread].size
+        out.row_nnz[first + j] = s.n_touched
+        append_sorted_scores(s, &out.buffers[thread])
+        clear_labels(s)
+
+
+cdef void count_block_leaves(const ForestArrays* f, Scratch* s, index_t first, index_t n_rows,
+                             int thread, void* output) noexcept nogil:
+    """Write the leaves each row reached in each tree (row-major (n_samples, n_trees))."""
+    cdef index_t* counts = <index_t*>output
+    cdef index_t j, tree
+    for j in range(n_rows):
+        for tree in range(f.n_trees):
+            counts[<offset_t>(first + j) * f.n_trees + tree] = (
+                s.block_n_leaves[<offset_t>tree * BLOCK_SIZE + j])
 
 
 cdef index_t block_rows(index_t n_samples, int n_threads) noexcept nogil:
@@ -602,8 +407,7 @@ cdef int check_not_failed(Scratch* scratches, int n_threads) except -1:
     return 0
 
 
-cdef Scratch* allocate_scratch(const ForestArrays* f, int n_threads,
-                               index_t heap_size) except NULL:
+cdef Scratch* allocate_scratch(const ForestArrays* f, int n_threads) except NULL:
     """Allocate one zeroed scratch area per thread (free with `free_scratch`)."""
     if n_threads < 1:
         raise ValueError(f"n_threads must be >= 1, got {n_threads}")
@@ -612,7 +416,7 @@ cdef Scratch* allocate_scratch(const ForestArrays* f, int n_threads,
         raise MemoryError()
     cdef int thread
     for thread in range(n_threads):
-        if init_scratch(&scratches[thread], f, heap_size) != 0:
+        if init_scratch(&scratches[thread], f) != 0:
             free_scratch(scratches, n_threads)
             raise MemoryError("cannot allocate prediction scratch memory")
     return scratches
@@ -646,27 +450,11 @@ cdef object gather_rows(RowBuffer* buffers, row_thread, row_start, row_nnz,
     return sp.csr_matrix((data, indices, indptr), shape=(n_samples, n_labels))
 
 
-cdef object _join(list trees, str name, bint release):
-    """Concatenate one array of every tree; with ``release``, take it out of the dicts."""
-    return np.concatenate([tree.pop(name) if release else tree[name] for tree in trees])
-
-
-@cython.wraparound(True)
-cdef object _concatenate_indptr(list indptrs):
-    """Join CSR row pointers of consecutive blocks into one."""
-    shifted = [indptrs[0]]
-    offset = indptrs[0][-1]
-    for indptr in indptrs[1:]:
-        shifted.append(indptr[1:] + offset)
-        offset += indptr[-1]
-    return np.concatenate(shifted).astype(np.int64)
-
-
 # --------------------------------------------------------------------------
 # Scratch memory
 # --------------------------------------------------------------------------
 
-cdef int init_scratch(Scratch* s, const ForestArrays* f, index_t heap_size) noexcept nogil:
+cdef int init_scratch(Scratch* s, const ForestArrays* f) noexcept nogil:
     """Allocate one thread's buffers (zeroed); return -1 if memory runs out."""
     s.label_score = <float64_t*>calloc(f.n_labels, sizeof(float64_t))
     s.label_seen = <uint8_t*>calloc(f.n_labels, sizeof(uint8_t))
@@ -695,16 +483,14 @@ cdef int init_scratch(Scratch* s, const ForestArrays* f, index_t heap_size) noex
     s.feature_value_capacity = 0
     s.node_block = <float32_t*>calloc(<offset_t>f.n_features * f.arity, sizeof(float32_t))
     s.goes = <uint8_t*>malloc(f.arity * sizeof(uint8_t))
-    s.heap_labels = <index_t*>malloc(heap_size * sizeof(index_t))
-    s.heap_scores = <float32_t*>malloc(heap_size * sizeof(float32_t))
     if (s.label_score == NULL or s.label_seen == NULL
             or s.touched == NULL or s.stack == NULL or s.stack_start == NULL
             or s.stack_count == NULL or s.members == NULL or s.child_count == NULL
             or s.pairs == NULL
             or s.block_leaves == NULL or s.block_first_leaf == NULL
             or s.block_n_leaves == NULL
-            or s.node_scores == NULL or s.example_start == NULL or s.node_block == NULL or s.goes == NULL or s.heap_labels == NULL
-            or s.heap_scores == NULL):
+            or s.node_scores == NULL or s.example_start == NULL or s.node_block == NULL
+            or s.goes == NULL):
         return -1
     return 0
 
@@ -733,8 +519,6 @@ cdef void free_scratch(Scratch* scratches, int n_threads) noexcept nogil:
         free(scratches[t].feature_value)
         free(scratches[t].node_block)
         free(scratches[t].goes)
-        free(scratches[t].heap_labels)
-        free(scratches[t].heap_scores)
     free(scratches)
 
 
@@ -742,7 +526,7 @@ cdef void free_scratch(Scratch* scratches, int n_threads) noexcept nogil:
 # Descent kernels
 # --------------------------------------------------------------------------
 
-cdef bint gather_block_features(const ForestArrays* f, Scratch* s, const CsrRows* rows,
+cdef bint gather_block_features(const ForestArrays* f, Scratch* s, const CSRView* rows,
                                 index_t first, index_t n_rows) noexcept nogil:
     """Copy the features of examples ``first .. first + n_rows - 1`` as
     offsets into a node block (``feature_slot * arity``) and float64 values,
@@ -1027,7 +811,7 @@ cdef offset_t store_tree_leaves(Scratch* s, index_t tree, index_t n_rows,
     return used
 
 
-cdef void descend_block(const ForestArrays* f, Scratch* s, const CsrRows* rows,
+cdef void descend_block(const ForestArrays* f, Scratch* s, const CSRView* rows,
                         index_t first, index_t n_rows) noexcept nogil:
     """Record the leaves examples ``first .. first + n_rows - 1`` reach in
     every tree (``n_rows <= BLOCK_SIZE``).
@@ -1142,74 +926,19 @@ cdef inline void clear_labels(Scratch* s) noexcept nogil:
 # Top-k selection and sorted output
 # --------------------------------------------------------------------------
 
-cdef inline bint ranks_below(float32_t score_a, index_t label_a, float32_t score_b,
-                             index_t label_b) noexcept nogil:
-    """Whether (score_a, label_a) ranks after (score_b, label_b): lower score
-    first, and among equal scores the larger label id."""
-    return score_a < score_b or (score_a == score_b and label_a > label_b)
-
-
-cdef void sift_down(index_t* labels, float32_t* scores, index_t size,
-                    index_t position) noexcept nogil:
-    """Restore the heap order below `position` (the root holds the worst)."""
-    cdef index_t child, worst
-    cdef index_t label = labels[position]
-    cdef float32_t score = scores[position]
-    while True:
-        child = 2 * position + 1
-        if child >= size:
-            break
-        worst = child
-        if child + 1 < size and ranks_below(scores[child + 1], labels[child + 1],
-                                            scores[child], labels[child]):
-            worst = child + 1
-        if not ranks_below(scores[worst], labels[worst], score, label):
-            break
-        labels[position] = labels[worst]
-        scores[position] = scores[worst]
-        position = worst
-    labels[position] = label
-    scores[position] = score
-
-
 cdef void select_top_k(Scratch* s, index_t k, index_t* out_labels,
                        float32_t* out_scores) noexcept nogil:
-    """Write the best ``min(k, n_touched)`` labels, best first.
-
-    Ranks on the float32 scores that are returned, so ties are visible to
-    the caller and broken by increasing label id. A bounded heap keeps the
-    cost at O(n_touched log k); positions past the candidates are left as
-    the caller initialised them (the padding).
+    """Write the best ``min(k, n_touched)`` labels, best first, ranking on the
+    float32 scores that are returned, so that ties are visible to the caller
+    and broken by increasing label id (``_top_k.pxd``). The output row is the
+    heap; positions past the candidates keep the caller's padding.
     """
-    cdef index_t size = 0, j, label, position
-    cdef float32_t score
+    cdef index_t size = 0, j, label
     for j in range(s.n_touched):
         label = s.touched[j]
-        score = <float32_t>s.label_score[label]
-        if size < k:
-            # Append as a leaf, then move it up while it ranks below its parent.
-            position = size
-            size += 1
-            while position > 0 and ranks_below(
-                    score, label, s.heap_scores[(position - 1) // 2],
-                    s.heap_labels[(position - 1) // 2]):
-                s.heap_labels[position] = s.heap_labels[(position - 1) // 2]
-                s.heap_scores[position] = s.heap_scores[(position - 1) // 2]
-                position = (position - 1) // 2
-            s.heap_labels[position] = label
-            s.heap_scores[position] = score
-        elif ranks_below(s.heap_scores[0], s.heap_labels[0], score, label):
-            s.heap_labels[0] = label
-            s.heap_scores[0] = score
-            sift_down(s.heap_labels, s.heap_scores, size, 0)
-    # Pop the worst into the last free output slot until the heap is empty.
-    while size > 0:
-        size -= 1
-        out_labels[size] = s.heap_labels[0]
-        out_scores[size] = s.heap_scores[0]
-        s.heap_labels[0] = s.heap_labels[size]
-        s.heap_scores[0] = s.heap_scores[size]
-        sift_down(s.heap_labels, s.heap_scores, size, 0)
+        size = offer_top_k(out_labels, out_scores, size, k, label,
+                           <float32_t>s.label_score[label])
+    sort_top_k(out_labels, out_scores, size, out_labels, out_scores)
 
 
 cdef int compare_index(const void* a, const void* b) noexcept nogil:

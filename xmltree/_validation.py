@@ -2,7 +2,11 @@
 
 Compiled kernels run with bounds checking off, so everything they read must
 pass through here first: CSR structure, dtypes, sorted in-range indices and
-finite values are all checked at this Python boundary.
+finite values are all checked at this Python boundary, once per ``fit`` and
+once per ``predict``, by the estimator that receives the data. Kernels and
+the estimators' private helpers take the checked matrices as they are
+(scikit-learn's ``check_input=False``); model files are checked on loading by
+each estimator's ``_from_state``.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import scipy.sparse as sp
 
 from .exceptions import DataFormatError
 
-__all__ = ["check_features", "check_labels", "check_csr_structure", "make_csr"]
+__all__ = ["check_features", "check_labels", "check_csr_structure", "make_csr", "take_rows",
+           "widen"]
 
 
 def make_csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
@@ -139,7 +144,8 @@ def check_features(X, *, n_features: int | None = None, what: str = "X") -> sp.c
                 f"{what}: has {X.shape[1]} features but the model was fitted with {n_features}"
             )
         if X.shape[1] < n_features:
-            X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_features))
+            X = widen(X, n_features)
+    _check_index_range(X.shape, what)
     X.indices = X.indices.astype(np.int32, copy=False)
     X.indptr = X.indptr.astype(np.int64, copy=False)
     check_csr_structure(X.indptr, X.indices, X.shape, what)
@@ -182,15 +188,41 @@ def check_labels(Y, *, n_samples: int | None = None, n_labels: int | None = None
         if n_labels is not None and Y.shape[1] != n_labels:
             if Y.shape[1] > n_labels:
                 raise DataFormatError(f"{what}: has {Y.shape[1]} labels, expected {n_labels}")
-            Y = sp.csr_matrix((Y.data, Y.indices, Y.indptr), shape=(Y.shape[0], n_labels))
+            Y = widen(Y, n_labels)
     else:
         Y = _label_lists_to_csr(Y, n_labels, what)
     if n_samples is not None and Y.shape[0] != n_samples:
         raise DataFormatError(f"{what}: has {Y.shape[0]} rows but X has {n_samples}")
+    _check_index_range(Y.shape, what)
     Y.indices = Y.indices.astype(np.int32, copy=False)
     Y.indptr = Y.indptr.astype(np.int64, copy=False)
     check_csr_structure(Y.indptr, Y.indices, Y.shape, what)
     return Y
+
+
+def take_rows(matrix: sp.csr_matrix, rows: np.ndarray) -> sp.csr_matrix:
+    """Select rows of a checked matrix, keeping the kernels' layout.
+
+    Row selection keeps every row sorted and finite, but scipy may shrink
+    the index dtypes; they are restored here rather than checking the
+    result again.
+    """
+    taken = matrix[rows]
+    taken.indices = taken.indices.astype(np.int32, copy=False)
+    taken.indptr = taken.indptr.astype(np.int64, copy=False)
+    return taken
+
+
+def widen(matrix: sp.csr_matrix, n_cols: int) -> sp.csr_matrix:
+    """The same rows with empty columns appended up to `n_cols` (arrays shared)."""
+    return sp.csr_matrix((matrix.data, matrix.indices, matrix.indptr),
+                         shape=(matrix.shape[0], n_cols))
+
+
+def _check_index_range(shape: tuple[int, int], what: str) -> None:
+    """Row and column ids must fit the kernels' int32 ``index_t``."""
+    if max(shape) >= np.iinfo(np.int32).max:
+        raise DataFormatError(f"{what}: shape {shape} exceeds the int32 index range")
 
 
 def _canonical_csr(matrix, drop_zeros: bool = False) -> sp.csr_matrix:

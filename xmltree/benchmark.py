@@ -9,7 +9,8 @@ Two kinds of run, both on :func:`xmltree.datasets.make_synthetic_preset` data:
 
 Every point is trained, saved and evaluated in a forked child process
 (:func:`measure`), so that its peak resident memory is its own. Used by
-``xmltree benchmark`` and ``benchmarks/bench_scale.py``.
+``xmltree benchmark`` (a JSON report and a table) and the scripts of
+``benchmarks/``, which add the plots (``benchmarks/bench_scale.py``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from .datasets import SYNTHETIC_PRESETS, make_synthetic_preset
 from .metrics import evaluate, inverse_propensity
 
 __all__ = ["PRESET_MAX_NODES", "measure", "node_budget", "label_curve", "preset_runs",
-           "format_table", "require_matplotlib", "plot_results", "write_report"]
+           "format_table", "write_report"]
 
 #: Metrics reported for every measured run.
 METRIC_KEYS = [f"{m}@{k}" for m in ("P", "nDCG", "PSP") for k in (1, 3, 5)]
@@ -273,67 +274,6 @@ def format_table(results: list[dict]) -> str:
         lines.append("".join(f"{v:>10.0f}" if abs(v) >= 1000 else f"{v:>10.3f}" if v < 1
                              else f"{v:>10.2f}" for v in cells))
     return "\n".join(lines)
-
-
-def require_matplotlib() -> None:
-    """Fail at once, not after hours of training, when the plots cannot be drawn.
-
-    Raises
-    ------
-    ImportError
-        If matplotlib (the ``plot`` extra) is not installed.
-    """
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError as error:
-        raise ImportError("the benchmark report's plots need matplotlib: "
-                          "pip install 'xmltree-xmc[plot]'") from error
-
-
-def plot_results(results: list[dict], directory, *, against: str = "n_labels") -> list[Path]:
-    """Write PNG plots of depth and costs against K (``"n_labels"``) or N (``"n_samples"``).
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files written: depth with the paper's [log_M K, 3 log_M K] band
-        (and log_M of the labels seen in training, dashed), and prediction
-        CPU ms/example, peak RSS, model size and train CPU time.
-    """
-    require_matplotlib()
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    axis_label = {"n_labels": "labels K", "n_samples": "points N"}[against]
-    x = np.array([r[against] for r in results], dtype=float)
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    ax.plot(x, [r["max_depth"] for r in results], "o-", label="max depth")
-    ax.fill_between(x, [r["depth_low"] for r in results], [r["depth_high"] for r in results],
-                    alpha=0.2, label="[log_M K, 3 log_M K]")
-    ax.plot(x, [r["depth_low_seen"] for r in results], "--", color="gray",
-            label="log_M (labels seen in training)")
-    ax.set(xscale="log", xlabel=axis_label, ylabel="tree depth")
-    ax.legend()
-    fig.tight_layout()
-    depth_path = directory / f"scale_depth_vs_{against}.png"
-    fig.savefig(depth_path, dpi=120)
-    plt.close(fig)
-    panels = (("predict_cpu_ms_per_example", "prediction CPU ms/example"),
-              ("peak_rss_mb", "peak RSS MB"), ("model_mb", "model MB on disk"),
-              ("train_cpu_s", "train CPU s"))
-    fig, axes = plt.subplots(1, len(panels), figsize=(16, 3.5))
-    for ax, (key, label) in zip(axes, panels):
-        ax.plot(x, [r[key] for r in results], "o-")
-        ax.set(xscale="log", xlabel=axis_label, ylabel=label)
-    fig.tight_layout()
-    cost_path = directory / f"scale_cost_vs_{against}.png"
-    fig.savefig(cost_path, dpi=120)
-    plt.close(fig)
-    return [depth_path, cost_path]
 
 
 def write_report(path, settings: dict, results: list[dict]) -> None:

@@ -7,7 +7,7 @@ train      fit a model on a data file and save it
 predict    write the top-k labels of every row of a data file
 evaluate   score a prediction file against true labels
 datasets   list the dataset registry, or summarise a data file
-benchmark  the scale benchmark on synthetic data with published shapes (JSON + PNG report)
+benchmark  the scale benchmark on synthetic data with published shapes (JSON report)
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
+from ._base import label_id_count
 from ._openmp import OPENMP_ENABLED
+from .rerank import Reranked, make_reranker, reranking_stage
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +102,7 @@ def _build_parser() -> argparse.ArgumentParser:
                          "(learned-tree: 'name:probability ...' per document)")
     predict.add_argument("-k", type=int, default=5, help="labels per row (default 5)")
     predict.add_argument("--rerank", action="store_true",
-                         help="re-rank with the model's tail-label re-ranker (LdSM)")
+                         help="re-rank with the tail-label re-ranker the model was trained with")
     predict.add_argument("--n-jobs", type=int, default=None,
                          help="threads (default: as the model was trained)")
     _add_format_option(predict)
@@ -140,8 +142,9 @@ def _add_benchmark_parser(commands) -> None:
         "benchmark", help="scale benchmark on synthetic data with published shapes",
         description="Train and evaluate LdSM on synthetic data, each run in a child "
         "process, and report P@k, train time, peak RSS, model size, depth and prediction "
-        "ms/example as JSON and PNG plots. With --preset: the preset at each --scale (N and "
-        "K scaled together); without: a curve over K at fixed N (Amazon-670K-like rows).",
+        "ms/example as JSON (benchmarks/bench_scale.py adds plots). With --preset: the "
+        "preset at each --scale (N and K scaled together); without: a curve over K at fixed N "
+        "(Amazon-670K-like rows).",
     )
     benchmark.add_argument("--preset", choices=sorted(SYNTHETIC_PRESETS),
                            help="run this preset at each --scale instead of the K curve")
@@ -169,8 +172,7 @@ def _add_benchmark_parser(commands) -> None:
     benchmark.add_argument("--n-jobs", type=int, default=2, help="threads (default 2)")
     benchmark.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
     benchmark.add_argument("--output", type=Path, default=Path("scale-report"),
-                           help="report directory: scale.json and PNG plots "
-                           "(default ./scale-report)")
+                           help="report directory for scale.json (default ./scale-report)")
     benchmark.set_defaults(handler=_run_benchmark)
 
 
@@ -227,10 +229,11 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         else:
             group.add_argument(flag, dest=name, type=kind, help=text)
     group.add_argument("--rerank", action="store_true",
-                       help="LdSM: also fit the tail-label re-ranker (for 'predict --rerank')")
+                       help="also fit a tail-label re-ranker and save it with the model (for "
+                       "'predict --rerank'; not for learned-tree, whose labels are names)")
     group.add_argument("--rerank-param", dest="rerank_params", action="append", default=[],
                        metavar="NAME=VALUE",
-                       help="LdSM: a re-ranker setting, e.g. alpha=0.8 (repeatable; implies "
+                       help="a re-ranker setting, e.g. alpha=0.8 (repeatable; implies "
                        "--rerank; names: " + ", ".join(_rerank_defaults()) + ")")
 
 
@@ -252,9 +255,6 @@ def _model_from_args(args, learner: str = "ldsm"):
     accepted = set(cls._param_names())
     given = {name: getattr(args, name) for name, _, _ in _HYPER_PARAMETERS
              if getattr(args, name) is not None}
-    rerank = _rerank_setting(args.rerank, args.rerank_params)
-    if rerank is not False:
-        given["rerank"] = rerank
     foreign = sorted(set(given) - accepted)
     if foreign:
         flags = ", ".join("--" + name.replace("_", "-") for name in foreign)
@@ -272,7 +272,10 @@ def _rerank_defaults() -> dict:
 
 
 def _rerank_setting(rerank: bool, pairs: list[str]):
-    """``LdSM(rerank=...)`` from ``--rerank`` and ``--rerank-param NAME=VALUE`` options.
+    """The re-ranker asked for by ``--rerank`` and ``--rerank-param NAME=VALUE`` options.
+
+    Returns False (none), True (the defaults) or a dict of settings, as
+    :func:`xmltree.rerank.make_reranker` takes them.
 
     Values are converted to the type of the setting's default and checked at
     once, so a typo fails before the data is read.
@@ -312,7 +315,6 @@ def _parse_setting(name: str, text: str, kind: type):
 def _run_benchmark(args) -> int:
     from . import benchmark
 
-    benchmark.require_matplotlib()
     params = {"n_trees": args.n_trees, "arity": args.arity, "max_nodes": args.max_nodes,
               "epochs": args.epochs, "n_jobs": args.n_jobs}
     for name in ("max_weights_per_regressor", "max_weights_per_example"):
@@ -321,16 +323,16 @@ def _run_benchmark(args) -> int:
     common = {"test_fraction": args.test_fraction, "seed": args.seed, "progress": not args.quiet}
     if args.preset is not None:
         results = benchmark.preset_runs(args.preset, args.scale, params, **common)
-        title, against = f"{args.preset}, scales {args.scale}", "n_samples"
+        title = f"{args.preset}, scales {args.scale}"
     else:
         results = benchmark.label_curve(args.labels, params, n_samples=args.n_samples, **common)
-        title, against = f"K curve, N = {args.n_samples}", "n_labels"
+        title = f"K curve, N = {args.n_samples}"
     args.output.mkdir(parents=True, exist_ok=True)
     settings = {key: value for key, value in vars(args).items() if key != "handler"}
     benchmark.write_report(args.output / "scale.json", settings, results)
-    plots = benchmark.plot_results(results, args.output, against=against)
     print(f"{title}, {args.n_trees} tree(s)\n{benchmark.format_table(results)}")
-    print(f"report: {args.output / 'scale.json'}, " + ", ".join(str(p) for p in plots))
+    print(f"report: {args.output / 'scale.json'} (plots: python benchmarks/bench_scale.py "
+          f"--plot-only {args.output}, in a source checkout)")
     return 0
 
 
@@ -353,16 +355,19 @@ def _run_demo(args) -> int:
     _print_summary("train", X_train, Y_train)
     _print_summary("test", X_test, Y_test)
     model = _model_from_args(args)
-    results = _fit_and_evaluate(model, X_train, Y_train, X_test, Y_test)
+    rerank = _rerank_setting(args.rerank, args.rerank_params)
+    _, results = _fit_and_evaluate(model, X_train, Y_train, X_test, Y_test, rerank=rerank)
     baseline = _frequency_baseline(Y_train, X_test.shape[0])
     _print_metrics({"LdSM": results, "most frequent labels": _evaluate(Y_test, baseline, Y_train)})
     return 0
 
 
 def _run_train(args) -> int:
+    # Bad options fail before the data is read.
+    model = _model_from_args(args, args.learner)
+    rerank = _rerank_setting(args.rerank, args.rerank_params)
     if args.learner == "learned-tree":
-        return _train_learned_tree(args)
-    model = _model_from_args(args, args.learner)  # bad options fail before the data is read
+        return _train_learned_tree(model, args, rerank)
     X_train, Y_train = _read(args.data, args.format)
     _print_summary("train", X_train, Y_train)
     targets = None
@@ -375,24 +380,26 @@ def _run_train(args) -> int:
     if args.test is not None:
         X_test, Y_test = _read(args.test, args.format, n_features=X_train.shape[1],
                                n_labels=Y_train.shape[1])
-        results = _fit_and_evaluate(model, X_train, Y_train, X_test, Y_test, targets)
+        model, results = _fit_and_evaluate(model, X_train, Y_train, X_test, Y_test, targets,
+                                           rerank)
         _print_metrics({args.learner: results})
     else:
-        start = time.perf_counter()
-        model.fit(X_train, Y_train if targets is None else targets)
-        logger.info("trained in %.1f s", time.perf_counter() - start)
+        model, _ = _fit(model, X_train, Y_train, targets, rerank)
     model.save(args.model)
     logger.info("model saved to %s", args.model)
     return 0
 
 
-def _train_learned_tree(args) -> int:
+def _train_learned_tree(model, args, rerank) -> int:
     from .learned_tree import fit_text_file
 
     if args.test is not None:
         raise ValueError("--test is not supported with --learner learned-tree; "
                          "use 'xmltree predict' on the test file")
-    model = _model_from_args(args, "learned-tree")
+    if rerank is not False:
+        raise ValueError("--rerank does not apply to --learner learned-tree: a text file's "
+                         "labels are names, and the re-ranker scores label ids (from Python, "
+                         "xmltree.rerank.Reranked re-ranks a LearnedTree fitted on label ids)")
     start = time.perf_counter()
     fit_text_file(args.data, args.model, **model.get_params())
     logger.info("trained in %.1f s; model saved to %s", time.perf_counter() - start, args.model)
@@ -407,19 +414,15 @@ def _run_predict(args) -> int:
     model = xmltree.load(args.model)
     if args.n_jobs is not None:
         model.n_jobs = args.n_jobs
-    if isinstance(model, xmltree.LearnedTree):
+    if getattr(model, "vectorizer_", None) is not None:
         return _predict_text(model, args)
-    if args.rerank and not isinstance(model, xmltree.LdSM):
-        raise ValueError("--rerank needs an LdSM model")
-    if isinstance(model, xmltree.LdSM):
-        X, _ = _read(args.data, args.format, n_features=model.n_features_)
-        labels, scores = model.predict(X, k=args.k, rerank=args.rerank)
-        n_labels = model.n_labels_
-    else:
-        X, _ = _read(args.data, args.format, n_features=model.n_features_in_)
-        labels, scores = model.predict_topk(X, k=min(args.k, model.classes_.size))
-        n_labels = int(model.classes_.max()) + 1
-    write_predictions(args.output, labels, scores, n_labels=n_labels)
+    if args.rerank:
+        model = reranking_stage(model)
+    elif isinstance(model, Reranked):
+        model = model.estimator  # trained with --rerank, asked without
+    X, _ = _read(args.data, args.format, n_features=model.n_features_in_)
+    labels, scores = model.predict_top_k(X, k=args.k)
+    write_predictions(args.output, labels, scores, n_labels=label_id_count(model))
     logger.info("wrote top-%d predictions of %d rows to %s", args.k, X.shape[0], args.output)
     return 0
 
@@ -431,9 +434,9 @@ def _predict_text(model, args) -> int:
     with open(args.data, encoding="utf-8") as handle:
         texts = [" ".join(token for token in line.split() if not token.startswith("__label__"))
                  for line in handle]
-    indices, log_proba = model.predict_topk(texts, k=min(args.k, model.classes_.size))
+    labels, probabilities = model.predict_top_k(texts, k=min(args.k, model.classes_.size))
     with atomic_write(args.output, "w", encoding="utf-8") as out:
-        for row_labels, row_scores in zip(model.classes_[indices], np.exp(log_proba)):
+        for row_labels, row_scores in zip(labels, probabilities):
             out.write(" ".join(f"{label}:{score:.6g}" for label, score in
                                zip(row_labels, row_scores)) + "\n")
     logger.info("wrote top-%d labels of %d documents to %s", args.k, len(texts), args.output)
@@ -476,26 +479,35 @@ def _run_datasets_info(args) -> int:
 # --------------------------------------------------------------------------- helpers
 
 
-def _fit_and_evaluate(model, X_train, Y_train, X_test, Y_test, targets=None) -> dict:
-    """Fit ``model``, rank the test set's top 5, and return metrics with timings.
+def _fit(model, X_train, Y_train, targets=None, rerank=False):
+    """Fit ``model``, then the re-ranking stage ``rerank`` asks for; return it and timings.
 
-    ``targets`` replaces ``Y_train`` for fitting (LOMtree's one class per
-    row); ``Y_train`` still gives the label propensities.
+    ``targets`` replaces ``Y_train`` for fitting the learner (LOMtree's one
+    class per row); the re-ranker always learns the label sets ``Y_train``.
     """
     start, cpu_start = time.perf_counter(), time.process_time()
     model.fit(X_train, Y_train if targets is None else targets)
-    train_wall, train_cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    facts = {"max_depth": int(np.max(model.depth_))} if hasattr(model, "depth_") else {}
+    if rerank is not False:
+        model = Reranked(model, make_reranker(rerank)).fit(X_train, Y_train)
+    facts.update(train_s=time.perf_counter() - start,
+                 train_cpu_s=time.process_time() - cpu_start)
+    logger.info("trained in %.1f s", facts["train_s"])
+    return model, facts
+
+
+def _fit_and_evaluate(model, X_train, Y_train, X_test, Y_test, targets=None, rerank=False):
+    """:func:`_fit`, then rank the test set's top 5; return the model and metrics with timings.
+
+    ``Y_train`` gives the label propensities of PSP@k.
+    """
+    model, facts = _fit(model, X_train, Y_train, targets, rerank)
     start = time.perf_counter()
-    if hasattr(model, "predict_topk"):
-        rankings, _ = model.predict_topk(X_test, k=min(5, model.classes_.size))
-    else:
-        rankings, _ = model.predict(X_test, k=5)
+    rankings, _ = model.predict_top_k(X_test, k=5)
     predict_ms = 1000 * (time.perf_counter() - start) / max(X_test.shape[0], 1)
     results = _evaluate(Y_test, rankings.astype(np.int64), Y_train)
-    results.update({"train_s": train_wall, "train_cpu_s": train_cpu,
-                    "predict_ms_per_example": predict_ms,
-                    "max_depth": int(np.max(model.depth_))})
-    return results
+    results.update(facts, predict_ms_per_example=predict_ms)
+    return model, results
 
 
 def _evaluate(Y_true, scores, Y_train=None, ks=(1, 3, 5), preset="default") -> dict:

@@ -24,25 +24,32 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm.auto import tqdm
 
-from ._base import Estimator, check_choice, check_int, check_real, check_seed, is_int, n_threads
+from ._base import (
+    TopKEstimator,
+    check_choice,
+    check_int,
+    check_real,
+    check_seed,
+    is_int,
+    n_threads,
+    warn_renamed,
+)
+from ._flat_tree import LEAF_AGGREGATIONS, LEAF_SCORES, MAX_ARITY, ROUTING_THRESHOLDS, TREE_ARRAYS
 from ._streaming import predict_xc_file
-from ._tree import LEAF_AGGREGATIONS, LEAF_SCORES, TREE_ARRAYS, Forest
-from ._validation import check_features, check_labels
+from ._tree import Forest
+from ._validation import check_features, check_labels, take_rows
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 from .rerank import STATE_PREFIX as RERANK_PREFIX
-from .rerank import Reranker, make_reranker, upgrade_reranker_state
+from .rerank import Reranker, make_reranker, rerank_top_k, same_reranker, upgrade_reranker_state
 
 __all__ = ["LdSM", "NotFittedError", "merge"]
 
 logger = logging.getLogger(__name__)
 
 _OPTIMIZERS = ("nag", "sgd")
-_ROUTINGS = ("margin", "sigmoid")
-#: The subset search at each node enumerates 2^M - 1 directions.
-_MAX_ARITY = 8
 
 
-class LdSM(Estimator):
+class LdSM(TopKEstimator):
     """Ensemble of LdSM trees for extreme multi-label classification.
 
     Parameters
@@ -75,30 +82,25 @@ class LdSM(Estimator):
     weight_threshold : float or None, default=0.05
         Trained weights with a smaller magnitude are dropped, keeping nodes
         sparse; ``None`` uses ``1 / n_features`` as the authors do. 0.05
-        stores 1.5-2.5x fewer weights than the authors' choice on Bibtex and
-        Delicious at equal or better precision (``benchmarks/README.md``).
+        stores fewer weights than the authors' choice at equal or better
+        precision (measured in ``benchmarks/README.md``).
     leaf_scores : {"distribution", "frequency"}, default="distribution"
         What a leaf scores each label of its training examples with: its
         share of their label occurrences (the paper's normalised histogram,
         so every prediction's scores sum to 1), or the fraction of the
         examples that carry it (an estimate of P(label | leaf), which does
-        not penalise leaves whose examples have many labels). On held-out
-        training rows with 50 trees, "frequency" gains 1.8 points of P@1 on
-        Bibtex and loses 0.2 on Delicious (``benchmarks/README.md``): use it
-        for data with few labels per example.
+        not penalise leaves whose examples have many labels). "frequency"
+        suits data with few labels per example (Bibtex rather than
+        Delicious; measured in ``benchmarks/README.md``).
     leaf_aggregation : {"mean", "sum"}, default="mean"
         How a tree scores an example that reaches several of its leaves:
         with the average of their scores (the paper's Algorithm 2), or with
         their sum, so that a tree that sends the example down several paths
         weighs more in the ensemble's average and labels found on several of
-        those paths rank higher. Used at prediction only. With frequency
-        leaves and 50 trees, "sum" moves Bibtex P@1 / P@3 / P@5 by +0.2 /
-        +0.3 / +0.2 points on average over three held-out splits of the
-        training rows (P@1 from -0.4 to +1.1), by +0.04 / 0 / +0.02 on the
-        test split, and costs Delicious 0.3-0.8 points of P@k
-        (``benchmarks/README.md``): ``leaf_scores="frequency",
-        leaf_aggregation="sum"`` is the best setting found for data with few
-        labels per example.
+        those paths rank higher. Used at prediction only.
+        ``leaf_scores="frequency", leaf_aggregation="sum"`` is the best
+        setting found for data with few labels per example, a small gain
+        there and a loss on data with many (``benchmarks/README.md``).
     max_weights_per_regressor : int or None, default=2048
     max_weights_per_example : float or None, default=4.0
         Weight budget of a regressor (biases aside): at most ``max(
@@ -107,13 +109,13 @@ class LdSM(Estimator):
         to smaller feature ids), enforced after every training epoch so that
         the surviving weights adapt. Without a budget a node keeps a weight
         for most features its examples touch, and a tree grows like nodes x
-        min(n_features, examples per node x non-zeros per example): about
-        3.6 GB per tree on Amazon-670K-shaped data. With it, the wide nodes near the
-        root keep weights in proportion to their data, every other node at
-        most ``max_weights_per_regressor``. The defaults never bind when
-        ``n_features <= 2048`` (Bibtex, Delicious); on the Amazon-670K shape
-        they make the model 1.8x smaller at scale 0.1 and 2.5x at 0.2, for
-        about 1-2 points of P@1 (``benchmarks/README.md``, "Scale"). One of
+        min(n_features, examples per node x non-zeros per example), which is
+        gigabytes per tree on Amazon-670K-shaped data. With it, the wide
+        nodes near the root keep weights in proportion to their data, every
+        other node at most ``max_weights_per_regressor``. The defaults never
+        bind when ``n_features <= 2048`` (Bibtex, Delicious); on large
+        feature spaces they make the model several times smaller for a
+        point or two of P@1 (``benchmarks/README.md``, "Scale"). One of
         them ``None``: the other alone sets the budget; both: no budget.
     random_state : int or None, default=None
         Seed of the whole ensemble. Each tree gets its own 64-bit seed from
@@ -150,13 +152,14 @@ class LdSM(Estimator):
 
     Attributes
     ----------
-    n_features_ : int
-        Number of features seen by :meth:`fit`.
+    n_features_in_ : int
+        Number of features seen by :meth:`fit` (``n_features_`` is a
+        deprecated alias).
     n_labels_ : int
         Number of labels seen by :meth:`fit`.
     trees_ : list of dict
         One flat tree per member, as read-only NumPy arrays (see
-        ``xmltree._tree.TREE_ARRAYS``).
+        ``xmltree._flat_tree.TREE_ARRAYS``).
     n_nodes_, n_leaves_, depth_ : numpy.ndarray of int, shape (n_trees,)
         Size, leaf count and maximum depth of each tree.
     reranker_ : xmltree.rerank.Reranker or None
@@ -206,7 +209,7 @@ class LdSM(Estimator):
         """
         params = self.get_params()
         check_int("n_trees", params["n_trees"], 1)
-        check_int("arity", params["arity"], 2, _MAX_ARITY)
+        check_int("arity", params["arity"], 2, MAX_ARITY)
         check_int("max_nodes", params["max_nodes"], 1)
         check_int("epochs", params["epochs"], 1)
         check_real("lambda1", params["lambda1"], 0.0, strict=False)
@@ -220,7 +223,7 @@ class LdSM(Estimator):
             check_real("max_weights_per_example", params["max_weights_per_example"], 0.0,
                        strict=True)
         check_choice("optimizer", params["optimizer"], _OPTIMIZERS)
-        check_choice("routing", params["routing"], _ROUTINGS)
+        check_choice("routing", params["routing"], ROUTING_THRESHOLDS)
         check_choice("leaf_scores", params["leaf_scores"], LEAF_SCORES)
         check_choice("leaf_aggregation", params["leaf_aggregation"], LEAF_AGGREGATIONS)
         make_reranker(params["rerank"])
@@ -274,24 +277,27 @@ class LdSM(Estimator):
         )[first:]
         trees = _build_trees(X, Y, params, seeds)
         # fit owns the trees: the forest may take their arrays as it copies them.
-        self._set_trees(trees, X.shape[1], Y.shape[1], release=True)
+        self._set_trees(trees, X.shape[1], Y.shape[1], release=True, check_trees=False)
         reranker = make_reranker(params["rerank"])
         if reranker is not None:
-            self.reranker_ = reranker.fit(X, Y)
+            self.reranker_ = reranker._fit(X, Y)
         return self
 
     def _set_trees(self, trees: list[dict], n_features: int, n_labels: int,
-                   release: bool = False) -> None:
-        """Validate trees (ModelFormatError) and install them as the fitted state.
+                   release: bool = False, check_trees: bool = True) -> None:
+        """Install trees as the fitted state, checking them first (ModelFormatError).
 
         With ``release``, the trees' weight and leaf arrays are moved into the
         forest (removed from the dicts), which the caller must own.
+        ``check_trees=False`` is for trees that were just grown or that
+        fitted models already hold.
         """
         forest = Forest(trees, arity=self.arity, n_features=n_features,
                         n_labels=n_labels, routing=self.routing, leaf_scores=self.leaf_scores,
-                        leaf_aggregation=self.leaf_aggregation, release=release)
+                        leaf_aggregation=self.leaf_aggregation, release=release,
+                        check_trees=check_trees)
         self._forest = forest
-        self.n_features_ = n_features
+        self.n_features_in_ = n_features
         self.n_labels_ = n_labels
         self.trees_ = _share_forest_arrays(forest, trees)
         self.n_nodes_ = np.array([t["first_child"].shape[0] for t in trees], dtype=np.int64)
@@ -339,18 +345,14 @@ class LdSM(Estimator):
         DataFormatError
             If ``X`` is malformed or wider than the training data.
         """
-        forest = self._fitted_forest()
-        if not is_int(k) or k < 1:
-            raise ValueError(f"k must be an integer >= 1, got {k!r}")
         if not rerank:
-            return forest.predict_top_k(X, int(k), n_threads(self.n_jobs))
+            return self.predict_top_k(X, k)
+        self._check_fitted()
+        k = check_int("k", k, 1)
         if self.reranker_ is None:
             raise ValueError("this model has no re-ranker; fit it with LdSM(rerank=True) "
                              "or LdSM(rerank={...Reranker settings...})")
-        X = check_features(X, n_features=self.n_features_)
-        n_candidates = max(int(k), self.reranker_.n_candidates)
-        labels, scores = forest.predict_top_k(X, n_candidates, n_threads(self.n_jobs))
-        labels, scores = self.reranker_.rerank_predictions(X, labels, scores, int(k))
+        labels, scores = rerank_top_k(self, self.reranker_, self._validate_X(X), k)
         return labels, scores.astype(np.float32)
 
     def predict_file(self, path_in, path_out, k: int = 5, chunk_size: int = 10000,
@@ -397,7 +399,7 @@ class LdSM(Estimator):
             If the input file is malformed or wider than the training data;
             ``path_out`` is then left as it was.
         """
-        self._fitted_forest()
+        self._check_fitted()
         return predict_xc_file(self, path_in, path_out, k=k, chunk_size=chunk_size,
                                rerank=rerank)
 
@@ -416,7 +418,9 @@ class LdSM(Estimator):
             each row sums to 1 up to rounding: every sample reaches at least
             one leaf of every tree, and leaf histograms are normalised.
         """
-        return self._fitted_forest().predict_scores(X, n_threads(self.n_jobs))
+        self._check_fitted()
+        return self._forest.predict_scores(self._validate_X(X), n_threads(self.n_jobs),
+                                           check_input=False)
 
     def leaves_reached(self, X) -> np.ndarray:
         """Count the leaves each sample reaches in each tree.
@@ -431,7 +435,9 @@ class LdSM(Estimator):
         numpy.ndarray of int32, shape (n_samples, n_trees)
             All entries are >= 1; values above 1 come from multi-way routing.
         """
-        return self._fitted_forest().leaves_reached(X, n_threads(self.n_jobs))
+        self._check_fitted()
+        return self._forest.leaves_reached(self._validate_X(X), n_threads(self.n_jobs),
+                                           check_input=False)
 
     def objective_trace(self, tree: int, node: int) -> np.ndarray:
         """Return the mean node objective J of each training epoch.
@@ -448,7 +454,7 @@ class LdSM(Estimator):
         numpy.ndarray of float32, shape (epochs,) or (0,)
             Empty for a node that was never trained (a leaf).
         """
-        self._fitted_forest()
+        self._check_fitted()
         if not is_int(tree) or not 0 <= tree < len(self.trees_):
             raise ValueError(f"tree must be in [0, {len(self.trees_)}), got {tree!r}")
         arrays = self.trees_[tree]
@@ -458,13 +464,23 @@ class LdSM(Estimator):
         indptr = arrays["trace_indptr"]
         return arrays["trace_values"][indptr[node]:indptr[node + 1]].copy()
 
-    def _fitted_forest(self) -> Forest:
-        forest = getattr(self, "_forest", None)
-        if forest is None:
+    @property
+    def n_features_(self) -> int:
+        """Deprecated alias of ``n_features_in_``."""
+        warn_renamed("LdSM.n_features_", "n_features_in_")
+        return self.n_features_in_
+
+    def _check_fitted(self) -> None:
+        if getattr(self, "_forest", None) is None:
             raise NotFittedError(
                 "this LdSM instance is not fitted yet; call fit(X, Y) or LdSM.load(path) first"
             )
-        return forest
+
+    def _validate_X(self, X) -> sp.csr_matrix:
+        return check_features(X, n_features=self.n_features_in_)
+
+    def _predict_top_k(self, X: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return self._forest.predict_top_k(X, k, n_threads(self.n_jobs), check_input=False)
 
     # ------------------------------------------------------------------
     # Persistence
@@ -472,10 +488,10 @@ class LdSM(Estimator):
 
     def _get_state(self) -> tuple[dict, dict]:
         """Return the JSON parameters and numeric arrays that define the model."""
-        self._fitted_forest()
+        self._check_fitted()
         params = {
             "hyper_parameters": self._json_params(),
-            "n_features": int(self.n_features_),
+            "n_features": int(self.n_features_in_),
             "n_labels": int(self.n_labels_),
             "n_trees": len(self.trees_),
         }
@@ -496,7 +512,7 @@ class LdSM(Estimator):
                 version, params["reranker"], arrays,
                 "train the model again with LdSM(rerank=...), or load it with the xmltree "
                 "that wrote it, set model.reranker_ = None, save it, load it here and fit "
-                "a new model.reranker_ = Reranker(...).fit(X, Y, n_labels=model.n_labels_)")
+                "xmltree.rerank.Reranked(model, Reranker(...)).fit(X, Y)")
             params = {**params, "reranker": reranker}
         return params, arrays
 
@@ -577,7 +593,7 @@ def merge(models) -> LdSM:
     Parameters
     ----------
     models : sequence of LdSM
-        Fitted models, in tree order. They must agree on ``n_features_``,
+        Fitted models, in tree order. They must agree on ``n_features_in_``,
         ``n_labels_`` and every hyper-parameter except ``n_trees``,
         ``random_state``, ``first_tree``, ``n_jobs`` and ``verbose``; with
         ``rerank=True`` their re-rankers must be identical (fitted on the
@@ -601,7 +617,7 @@ def merge(models) -> LdSM:
     if not models or not all(isinstance(model, LdSM) for model in models):
         raise ValueError("merge needs a non-empty sequence of LdSM models")
     for model in models:
-        model._fitted_forest()
+        model._check_fitted()
     _check_compatible(models)
     hyper = models[0].get_params()
     hyper["n_trees"] = sum(len(model.trees_) for model in models)
@@ -609,7 +625,7 @@ def merge(models) -> LdSM:
         hyper["random_state"], hyper["first_tree"] = None, 0
     merged = LdSM(**hyper)
     trees = [tree for model in models for tree in model.trees_]
-    merged._set_trees(trees, models[0].n_features_, models[0].n_labels_)
+    merged._set_trees(trees, models[0].n_features_in_, models[0].n_labels_, check_trees=False)
     if models[0].reranker_ is not None:
         params, arrays = models[0].reranker_._get_state()
         merged.reranker_ = Reranker._from_state(params, arrays)
@@ -624,8 +640,8 @@ def _check_compatible(models: list[LdSM]) -> None:
             if value != reference[name]:
                 raise ValueError(f"cannot merge: model {index} has {name}={value!r}, "
                                  f"model 0 has {reference[name]!r}")
-        if models[0].reranker_ is not None and not _same_reranker(models[0].reranker_,
-                                                                  model.reranker_):
+        if models[0].reranker_ is not None and not same_reranker(models[0].reranker_,
+                                                                 model.reranker_):
             raise ValueError(f"cannot merge: the re-ranker of model {index} differs from "
                              "model 0's (fitted on other data or with other settings)")
     _check_no_shared_trees(models)
@@ -633,21 +649,13 @@ def _check_compatible(models: list[LdSM]) -> None:
 
 def _merge_signature(model: LdSM) -> dict:
     """What must be equal for two models to be shards of one ensemble."""
-    # ``rerank`` is compared through the fitted re-rankers (_same_reranker):
+    # ``rerank`` is compared through the fitted re-rankers (same_reranker):
     # True and {} ask for the same one.
     signature = {name: value for name, value in model.get_params().items()
                  if name not in _SHARD_PARAMS and name != "rerank"}
     signature["has_reranker"] = model.reranker_ is not None
-    signature["n_features_"], signature["n_labels_"] = model.n_features_, model.n_labels_
+    signature["n_features_in_"], signature["n_labels_"] = model.n_features_in_, model.n_labels_
     return signature
-
-
-def _same_reranker(a: Reranker, b: Reranker) -> bool:
-    """True when two fitted re-rankers have identical settings and arrays."""
-    params_a, arrays_a = a._get_state()
-    params_b, arrays_b = b._get_state()
-    return params_a == params_b and arrays_a.keys() == arrays_b.keys() and all(
-        np.array_equal(arrays_a[name], arrays_b[name]) for name in arrays_a)
 
 
 def _tree_range(model: LdSM) -> range:
@@ -709,9 +717,7 @@ def _drop_unlabelled(X: sp.csr_matrix, Y: sp.csr_matrix):
     if n_dropped:
         logger.info("dropping %d of %d training samples that have no label",
                     n_dropped, labelled.size)
-        # Row selection may shrink the index dtypes; the checks restore the
-        # kernels' layout rather than repeating its rules here.
-        X, Y = check_features(X[labelled]), check_labels(Y[labelled])
+        X, Y = take_rows(X, labelled), take_rows(Y, labelled)
     return X, Y
 
 

@@ -24,7 +24,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _learned_tree as _kernels
-from ._base import Estimator, check_choice, check_int, check_real, check_seed
+from ._base import (
+    TopKEstimator,
+    check_choice,
+    check_int,
+    check_real,
+    check_seed,
+    class_values,
+    n_threads,
+    warn_renamed,
+)
 from ._validation import check_features, check_labels
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 from .label_tree import (
@@ -46,7 +55,7 @@ _OBJECTIVES = ("classification", "likelihood")
 _OPTIMIZERS = ("adagrad", "sgd")
 
 
-class LearnedTree(Estimator):
+class LearnedTree(TopKEstimator):
     """Hierarchical softmax over a learned M-ary label tree.
 
     Parameters
@@ -65,21 +74,19 @@ class LearnedTree(Estimator):
         Adagrad (the paper's choice for its language models): every
         parameter's step is divided by the root of the sum of its squared
         gradients so far, for the node softmaxes and for the embedding rows
-        an example touches; or plain SGD. With step 0.2 Adagrad beats SGD
-        at step 0.5 for every tree on PTB (perplexity -8%), CLINC150 and
-        Reuters, but not for a flat softmax over PTB's 10,000 words, where
-        SGD is better (``benchmarks/README.md``). The running sums live
-        only during ``fit``; they are not saved with the model.
+        an example touches; or plain SGD. Adagrad at step 0.2 beats SGD at
+        step 0.5 for every tree, but not for a flat softmax over a large
+        vocabulary (``benchmarks/README.md``). The running sums live only
+        during ``fit``; they are not saved with the model.
     tree : {"learned", "huffman", "random", "flat"}, default="learned"
         The label tree. ``"learned"`` starts from Huffman's tree and
         re-assigns labels from the training statistics. ``"huffman"`` is
         the fixed M-ary Huffman tree of the label frequencies. It keeps the
         most frequent labels near the root. When a few labels dominate and
         many inputs carry little evidence, that is about as good as
-        learning. On the Reuters-21578 test split the two tie within 0.2
-        points of P@1 (Huffman's tree does better on the short stories).
-        On CLINC150 the learned tree is 1.4-1.6 points ahead
-        (``benchmarks/README.md``). Compare the two on held-out rows.
+        learning; elsewhere the learned tree is ahead (Reuters-21578 and
+        CLINC150 in ``benchmarks/README.md``). Compare the two on held-out
+        rows.
         ``"random"`` is a random balanced tree, and ``"flat"`` is one
         softmax over all labels.
     n_tree_updates : int, default=50
@@ -95,16 +102,19 @@ class LearnedTree(Estimator):
     ngrams, buckets, min_count : int
         Text features (see :class:`xmltree.text.TextVectorizer`); used only
         when ``fit`` receives raw documents.
-    n_jobs : int, default=1
-        Threads. With more than one, training is Hogwild (lock-free shared
-        updates) and not bit-reproducible; with one it is, for a given
-        ``random_state``.
+    n_jobs : int or None, default=1
+        Threads, with joblib's convention (``None``: 1, ``-1``: all cores).
+        With more than one, training is Hogwild (lock-free shared updates)
+        and not bit-reproducible; with one it is, for a given
+        ``random_state``. Prediction gives the same results whatever it is.
     random_state : int, optional
 
     Attributes
     ----------
     classes_ : numpy.ndarray
         Label values; label index ``i`` in the tree stands for ``classes_[i]``.
+    n_features_in_ : int
+        Width of the feature space (of the vectorizer's, when fitted on text).
     tree_ : xmltree.label_tree.LabelTree
         The (final) label tree.
     vectorizer_ : TextVectorizer or None
@@ -143,11 +153,12 @@ class LearnedTree(Estimator):
     # Validation
     # ------------------------------------------------------------------
 
-    def _check_params(self) -> None:
-        """Validate the hyper-parameters in one place, before any work."""
+    def _validate_params(self) -> dict:
+        """Check every hyper-parameter, in one place, before any work; return them."""
         for name, low in (("arity", 2), ("dim", 1), ("epochs", 1), ("n_tree_updates", 0),
-                          ("ngrams", 1), ("buckets", 1), ("min_count", 1), ("n_jobs", 1)):
+                          ("ngrams", 1), ("buckets", 1), ("min_count", 1)):
             check_int(name, getattr(self, name), low)
+        n_threads(self.n_jobs)
         if self.max_depth is not None:
             check_int("max_depth", self.max_depth, 1)
         check_seed(self.random_state)
@@ -158,6 +169,7 @@ class LearnedTree(Estimator):
         if self.max_depth is not None and self.tree not in ("learned", "random"):
             raise ValueError(f"max_depth applies to tree='learned' or 'random', "
                              f"not {self.tree!r}")
+        return self.get_params()
 
     def _features(self, X, fitting: bool) -> sp.csr_matrix:
         """Raw documents or a feature matrix -> validated CSR for the kernels."""
@@ -206,6 +218,9 @@ class LearnedTree(Estimator):
             Y = sp.csr_matrix((np.ones(n_samples, dtype=np.float32), codes.astype(np.int32),
                                np.arange(n_samples + 1, dtype=np.int64)),
                               shape=(n_samples, self.classes_.shape[0]))
+            # scipy may shrink the index dtypes; the kernels read int64 / int32.
+            Y.indptr = Y.indptr.astype(np.int64, copy=False)
+            Y.indices = Y.indices.astype(np.int32, copy=False)
         empty = np.flatnonzero(np.diff(Y.indptr) == 0)
         if empty.size:
             raise DataFormatError(f"y: row {int(empty[0])} has no label")
@@ -246,7 +261,7 @@ class LearnedTree(Estimator):
         -------
         self
         """
-        self._check_params()
+        self._validate_params()
         X = self._features(X, fitting=True)
         Y = self._encode_labels(y, X.shape[0], classes)
         n_labels = Y.shape[1]
@@ -295,9 +310,6 @@ class LearnedTree(Estimator):
     def _train(self, X: sp.csr_matrix, Y: sp.csr_matrix, seed: int) -> None:
         n = X.shape[0]
         total = self.epochs * n
-        rows = (X.indptr, X.indices, X.data)
-        label_indptr = Y.indptr.astype(np.int64)
-        label_indices = Y.indices.astype(np.int32)
         stats = self._new_stats() if self.tree == "learned" else None
         squares = None
         if self.optimizer == "adagrad":
@@ -309,9 +321,9 @@ class LearnedTree(Estimator):
                 order = _kernels.random_permutation(n, seed + epoch)
             lo, hi = start - epoch * n, end - epoch * n
             loss = _kernels.train_epoch_part(
-                self._model_arrays(), rows, label_indptr, label_indices, order[lo:hi],
+                self._model_arrays(), X, Y, order[lo:hi],
                 float(self.learning_rate), start / total, end / total, stats,
-                int(self.n_jobs), seed ^ (start * 0x9E3779B9 + 1), squares)
+                n_threads(self.n_jobs), seed ^ (start * 0x9E3779B9 + 1), squares)
             self.train_loss_.append(loss / max(hi - lo, 1))
             logger.info("examples %d-%d of %d: mean path NLL %.4f", start, end, total,
                         self.train_loss_[-1])
@@ -357,16 +369,31 @@ class LearnedTree(Estimator):
         if not hasattr(self, "tree_"):
             raise NotFittedError("this LearnedTree is not fitted; call fit first")
 
-    def _rows(self, X) -> tuple:
-        self._check_fitted()
-        X = self._features(X, fitting=False)
-        return X.indptr, X.indices, X.data
+    @property
+    def n_features_in_(self) -> int:
+        """Width of the feature space (of the vectorizer's, when fitted on text)."""
+        return self.embeddings_.shape[0]
 
-    def predict_topk(self, X, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
-        """Return the k most likely label indices and their log-probabilities.
+    def _validate_X(self, X) -> sp.csr_matrix:
+        return self._features(X, fitting=False)
+
+    def _predict_top_k(self, X: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Labels (values of ``classes_``) and probabilities of checked samples.
 
         Uses branch-and-bound depth-first search: a subtree whose path
         probability is below the k-th best label found so far is skipped.
+        """
+        indices, log_proba = self._top_k_indices(X, k)
+        return class_values(self.classes_, indices), np.exp(log_proba)
+
+    def _top_k_indices(self, X: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Label indices (int32, -1 past ``n_labels``) and log-probabilities (float64)."""
+        return _kernels.predict_top_k(self._model_arrays(), X, k, n_threads(self.n_jobs))
+
+    def predict_topk(self, X, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """Deprecated: the k most likely label *indices* and their log-probabilities.
+
+        Use :meth:`predict_top_k` (labels and probabilities) instead.
 
         Returns
         -------
@@ -374,35 +401,36 @@ class LearnedTree(Estimator):
             Indices into ``classes_``, best first.
         log_proba : numpy.ndarray of shape (n_samples, k), float64
         """
-        rows = self._rows(X)
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) \
-                or not 1 <= k <= self.tree_.n_labels:
-            raise ValueError(f"k must be an integer in [1, {self.tree_.n_labels}], got {k!r}")
-        return _kernels.predict_top_k(self._model_arrays(), rows, int(k), int(self.n_jobs))
+        warn_renamed("LearnedTree.predict_topk", "predict_top_k")
+        self._check_fitted()
+        k = check_int("k", k, 1, self.tree_.n_labels)
+        return self._top_k_indices(self._validate_X(X), k)
 
     def predict(self, X, k: int = 1) -> np.ndarray:
         """Return the k most likely labels (values of ``classes_``), shape (n_samples, k)."""
-        indices, _ = self.predict_topk(X, k)
-        return self.classes_[indices]
+        return self.predict_top_k(X, k)[0]
 
     def predict_log_proba(self, X) -> np.ndarray:
         """Return log p(label | x) for every label, shape (n_samples, n_labels).
 
         Dense; meant for small label sets (use :meth:`log_likelihood` or
-        :meth:`predict_topk` otherwise).
+        :meth:`predict_top_k` otherwise).
         """
-        rows = self._rows(X)
-        return _kernels.all_log_proba(self._model_arrays(), rows, self.tree_.node_order,
-                                      self.tree_.n_labels, int(self.n_jobs))
+        self._check_fitted()
+        return _kernels.all_log_proba(self._model_arrays(), self._validate_X(X),
+                                      self.tree_.node_order, self.tree_.n_labels,
+                                      n_threads(self.n_jobs))
 
     def log_likelihood(self, X, y) -> np.ndarray:
         """Return log p(y_i | x_i) of every sample (one label per sample)."""
-        rows = self._rows(X)
+        self._check_fitted()
+        rows = self._validate_X(X)
         targets = self._label_indices(y)
-        if targets.shape[0] != rows[0].shape[0] - 1:
+        if targets.shape[0] != rows.shape[0]:
             raise DataFormatError(f"y: has {targets.shape[0]} labels but X has "
-                                  f"{rows[0].shape[0] - 1} rows")
-        return _kernels.log_likelihood(self._model_arrays(), rows, targets, int(self.n_jobs))
+                                  f"{rows.shape[0]} rows")
+        return _kernels.log_likelihood(self._model_arrays(), rows, targets,
+                                       n_threads(self.n_jobs))
 
     def score(self, X, y) -> float:
         """Return the mean log-likelihood of ``y`` given ``X`` (higher is better)."""
@@ -440,7 +468,7 @@ class LearnedTree(Estimator):
             arrays["classes_data"], arrays["classes_offsets"] = data, offsets
         params["has_vectorizer"] = self.vectorizer_ is not None
         if self.vectorizer_ is not None:
-            vec_params, vec_arrays = self.vectorizer_.get_state()
+            vec_params, vec_arrays = self.vectorizer_._get_state()
             params["vectorizer"] = vec_params
             arrays.update({f"vectorizer_{k}": v for k, v in vec_arrays.items()})
         return params, arrays
@@ -458,7 +486,7 @@ class LearnedTree(Estimator):
             # Files written before the optimizer option was added trained with SGD.
             params = {"optimizer": "sgd", **params}
             model = cls(**{name: params[name] for name in cls._param_names()})
-            model._check_params()
+            model._validate_params()
             classes = _load_classes(params, arrays)
             embeddings = _array(arrays, "embeddings", np.float32, 2)
             weights = _array(arrays, "weights", np.float32, 3)
@@ -482,7 +510,7 @@ class LearnedTree(Estimator):
             if params.get("has_vectorizer"):
                 vec_arrays = {k[len("vectorizer_"):]: v for k, v in arrays.items()
                               if k.startswith("vectorizer_")}
-                model.vectorizer_ = TextVectorizer.from_state(params["vectorizer"], vec_arrays)
+                model.vectorizer_ = TextVectorizer._from_state(params["vectorizer"], vec_arrays)
                 if model.vectorizer_.n_features_ != embeddings.shape[0]:
                     raise ValueError("vocabulary size disagrees with the embeddings")
         except (KeyError, TypeError, ValueError) as exc:

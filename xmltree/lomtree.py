@@ -17,11 +17,19 @@ from __future__ import annotations
 
 import logging
 import math
-import numbers
 
 import numpy as np
 
-from ._base import Estimator, check_choice, check_int, check_real, check_seed
+from ._base import (
+    TopKEstimator,
+    check_choice,
+    check_int,
+    check_real,
+    check_seed,
+    class_values,
+    n_threads,
+    warn_renamed,
+)
 from ._lomtree import (
     LOSSES,
     NODE_FIELDS,
@@ -40,7 +48,7 @@ logger = logging.getLogger(__name__)
 
 
 
-class LOMTree(Estimator):
+class LOMTree(TopKEstimator):
     """Online logarithmic-depth multiclass tree (LOMtree, Algorithm 1 of the paper).
 
     Parameters
@@ -85,8 +93,10 @@ class LOMTree(Estimator):
     shuffle : bool, default=False
         Visit the examples of every :meth:`fit` epoch in a random order drawn
         from ``random_state``. :meth:`partial_fit` always keeps the order.
-    n_jobs : int, default=1
-        Threads used for prediction (training is sequential by nature).
+    n_jobs : int or None, default=1
+        Threads used for prediction (training is sequential by nature), with
+        joblib's convention: ``None`` means 1, ``-1`` all cores. Results do
+        not depend on it.
     random_state : int or None, default=None
         Seed of the shuffling order; unused when ``shuffle`` is False.
 
@@ -127,8 +137,14 @@ class LOMTree(Estimator):
 
     # ------------------------------------------------------------------ validation
 
-    def _check_params(self) -> None:
-        """Raise ValueError naming the first invalid hyper-parameter."""
+    def _validate_params(self) -> dict:
+        """Check every hyper-parameter; return them.
+
+        Raises
+        ------
+        ValueError
+            Naming the first invalid hyper-parameter.
+        """
         if self.max_internal_nodes is not None:
             check_int("max_internal_nodes", self.max_internal_nodes, 1, 2**30 - 1)
         check_real("swap_resistance", self.swap_resistance, 0.0, strict=False)
@@ -138,21 +154,22 @@ class LOMTree(Estimator):
         check_choice("loss", self.loss, LOSSES)
         self._beam()
         check_choice("shuffle", self.shuffle, (True, False))
-        check_int("n_jobs", self.n_jobs, 1)
+        n_threads(self.n_jobs)
         check_seed(self.random_state)
+        return self.get_params()
 
     def _check_fitted(self) -> None:
         if getattr(self, "_builder", None) is None:
             raise NotFittedError("this LOMTree is not fitted yet; call fit or partial_fit first")
 
-    def _check_X(self, X, *, first: bool):
-        return check_features(X, n_features=None if first else self.n_features_in_)
+    def _validate_X(self, X):
+        return check_features(X, n_features=self.n_features_in_)
 
     # ------------------------------------------------------------------ training
 
     def _start(self, X, classes: np.ndarray) -> None:
         """Create an empty tree for the checked ``classes`` and the width of ``X``."""
-        self._check_params()
+        self._validate_params()
         self.classes_ = classes
         self.n_features_in_ = int(X.shape[1])
         n_classes = self.classes_.shape[0]
@@ -188,7 +205,7 @@ class LOMTree(Estimator):
             order = np.concatenate([rng.permutation(n) for _ in range(self.epochs)])
         else:
             order = np.tile(np.arange(n, dtype=np.int64), self.epochs)
-        self._builder.learn(X.indptr, X.indices, X.data, encoded, order)
+        self._builder.learn(X, encoded, order)
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("LOMTree fitted: %s", self.tree_statistics())
         return self
@@ -211,7 +228,7 @@ class LOMTree(Estimator):
         self
         """
         first = getattr(self, "_builder", None) is None
-        X = self._check_X(X, first=first)
+        X = check_features(X) if first else self._validate_X(X)
         labels = _check_targets(y, X.shape[0])
         if first:
             if classes is None:
@@ -224,8 +241,7 @@ class LOMTree(Estimator):
                                                           self.classes_):
                 raise ValueError("classes differ from those of the first partial_fit call")
             encoded = _encode(self.classes_, labels)
-        self._builder.learn(X.indptr, X.indices, X.data, encoded,
-                            np.arange(X.shape[0], dtype=np.int64))
+        self._builder.learn(X, encoded, np.arange(X.shape[0], dtype=np.int64))
         return self
 
     # ------------------------------------------------------------------ prediction
@@ -241,10 +257,15 @@ class LOMTree(Estimator):
         -------
         numpy.ndarray of int64, shape (n_samples,)
         """
-        return self.predict_topk(X, 1)[0][:, 0]
+        return self.predict_top_k(X, 1)[0][:, 0]
 
     def predict_topk(self, X, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
-        """Return the k most probable classes of each sample.
+        """Deprecated alias of :meth:`predict_top_k`."""
+        warn_renamed("LOMTree.predict_topk", "predict_top_k")
+        return self.predict_top_k(X, k)
+
+    def _predict_top_k(self, X, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The top-k classes of checked samples (see :meth:`predict_top_k`).
 
         With ``beam_width=1``, classes are ranked by how many training
         examples of each reached the sample's leaf, and the score is that
@@ -253,39 +274,21 @@ class LOMTree(Estimator):
         beam's leaves (a leaf no training example reached lends its nearest
         ancestor's). If fewer than k classes are listed, the list continues
         with the classes of the most probable leaf and of its ancestors
-        (nearest first), then with any class never seen, all with score 0.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-        k : int, default=5
-            Number of classes per sample, at most ``len(classes_)``.
-
-        Returns
-        -------
-        labels : numpy.ndarray of int64, shape (n_samples, k)
-        scores : numpy.ndarray of float32, shape (n_samples, k)
-            Non-increasing along each row.
+        (nearest first), then with any class never seen, all with score 0;
+        past ``len(classes_)``, with label -1.
         """
-        self._check_fitted()
+        ids, scores = self._builder.predict_top_k(X, k, n_threads(self.n_jobs), *self._beam())
         n_classes = self.classes_.shape[0]
-        if not (isinstance(k, numbers.Integral) and 1 <= k <= n_classes):
-            raise ValueError(f"k must be an integer in [1, {n_classes}], got {k!r}")
-        X = self._check_X(X, first=False)
-        ids, scores = self._builder.predict_topk(X.indptr, X.indices, X.data, int(k),
-                                                 self.n_jobs, *self._beam())
-        missing_rows = np.flatnonzero(ids[:, -1] < 0)
-        for row in missing_rows:  # only when some class was never seen in training
+        for row in np.flatnonzero(ids[:, -1] < 0):  # only when some class was never seen
             listed = ids[row][ids[row] >= 0]
-            unseen = np.setdiff1d(np.arange(n_classes), listed)
-            ids[row, listed.shape[0]:] = unseen[: k - listed.shape[0]]
-        return self.classes_[ids], scores
+            unseen = np.setdiff1d(np.arange(n_classes), listed)[:k - listed.shape[0]]
+            ids[row, listed.shape[0]:listed.shape[0] + unseen.shape[0]] = unseen
+        return class_values(self.classes_, ids), scores
 
     def apply(self, X) -> np.ndarray:
         """Return the id of each sample's leaf (int32): the most probable one of the beam."""
         self._check_fitted()
-        X = self._check_X(X, first=False)
-        return self._builder.leaves(X.indptr, X.indices, X.data, *self._beam())
+        return self._builder.leaves(self._validate_X(X), *self._beam())
 
     def _beam(self) -> tuple[int, float]:
         """Return the checked ``(beam_width, beam_scale)``.
@@ -377,7 +380,7 @@ class LOMTree(Estimator):
             params = {"loss": "logistic", "beam_width": 1, "beam_scale": cls().beam_scale,
                       **params}
             model = cls(**{name: params[name] for name in cls._param_names()})
-            model._check_params()
+            model._validate_params()
             classes = _check_classes(_typed(arrays, "classes", np.int64, 1))
             sizes = {name: _count(params, name) for name in
                      ("n_features", "n_classes", "effective_max_internal_nodes", "n_swaps",

@@ -294,11 +294,15 @@ def inverse_propensity(
     if not (np.isfinite(A) and np.isfinite(B) and B > 0):
         raise ValueError(f"inverse_propensity: need finite A and B > 0, got A={A}, B={B}")
     Y = check_labels(Y_train, n_labels=n_labels, what="Y_train")
-    n_rows = Y.shape[0]
-    if n_rows == 0:
+    if Y.shape[0] == 0:
         raise ValueError("inverse_propensity: Y_train has no rows")
+    return _propensity_weights(Y, A, B)
+
+
+def _propensity_weights(Y: sp.csr_matrix, A: float, B: float) -> np.ndarray:
+    """:func:`inverse_propensity` of a label matrix already checked (at least one row)."""
     frequency = np.bincount(Y.indices, minlength=Y.shape[1]).astype(np.float64)
-    c = (np.log(n_rows) - 1.0) * (B + 1.0) ** A
+    c = (np.log(Y.shape[0]) - 1.0) * (B + 1.0) ** A
     return 1.0 + c * (frequency + B) ** (-A)
 
 

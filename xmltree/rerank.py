@@ -40,8 +40,8 @@ rare label's sharp one.
 
 The defaults (``alpha = 0.7, gamma = 2, propensity_exponent = 0.25``) were
 chosen on held-out training rows of Bibtex and Delicious, for 10- and 50-tree
-LdSM ensembles, as a setting that raises PSP@k on all four while costing
-none of them more than 0.2 points of P@1. The best setting differs a lot
+LdSM ensembles, as a setting that raises PSP@k on all four at a small cost
+in P@1 (``benchmarks/README.md``). The best setting differs a lot
 between data sets (Bibtex gains most from a strong tail classifier, e.g.
 ``alpha = 0.3-0.4, gamma = 30-50``; Delicious from the propensity weight), so
 where PSP matters, tune them with ``benchmarks/bench_rerank.py``
@@ -75,34 +75,42 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Mapping
-from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
 
 from . import _rerank
-from ._base import Estimator
+from ._base import (
+    Estimator,
+    TopKEstimator,
+    check_bool,
+    check_choice,
+    check_int,
+    check_real,
+    estimator_class,
+    label_id_count,
+)
 from ._tail_scorers import (
+    FEATURE_WEIGHTINGS,
     STATE_PREFIX,
     LogisticTailScorer,
     RidgeTailScorer,
     TailScorer,
     _check_candidate_labels,
-    _check_gamma,
-    _check_penalty,
-    _check_real,
-    _check_tail_settings,
     _state_array,
+    check_rows_match,
+    check_training_data,
 )
-from ._validation import check_labels
+from ._validation import check_features, check_labels, widen
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
-from .metrics import inverse_propensity
+from .metrics import _propensity_weights, inverse_propensity
 
 __all__ = [
     "TailScorer",
     "RidgeTailScorer",
     "LogisticTailScorer",
     "Reranker",
+    "Reranked",
     "make_reranker",
     "rerank",
     "propensity_weighted_targets",
@@ -119,28 +127,8 @@ TAIL_SCORERS = ("centroid", "ridge", "logistic")
 
 def _check_blend(method, alpha, beta) -> tuple[str, float, float]:
     """Validate the blend settings shared by :func:`rerank` and :class:`Reranker`."""
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    return (method, _check_real(alpha, "alpha", 0.0, 1.0), _check_real(beta, "beta", 0.0, 1.0))
-
-
-def _check_exponent(value) -> float:
-    """Return the inverse-propensity exponent as a finite float >= 0."""
-    return _check_real(value, "propensity_exponent", 0.0, math.inf)
-
-
-def _check_tail_scorer(tail_scorer) -> str:
-    """Validate the tail-classifier kind."""
-    if tail_scorer not in TAIL_SCORERS:
-        raise ValueError(f"tail_scorer must be one of {TAIL_SCORERS}, got {tail_scorer!r}")
-    return tail_scorer
-
-
-def _check_count(value, name: str) -> int:
-    """Return ``value`` as an int >= 1 (bools refused)."""
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
+    return (check_choice("method", method, METHODS), check_real("alpha", alpha, 0.0, 1.0),
+            check_real("beta", beta, 0.0, 1.0))
 
 
 # ----------------------------------------------------------------------------- candidates
@@ -354,8 +342,8 @@ class Reranker(Estimator):
     The blend settings (``method``, ``alpha``, ``beta``,
     ``propensity_exponent``) are read at re-ranking time and may be changed
     with :meth:`set_params` after fitting; the others take effect at
-    :meth:`fit`. The defaults raise PSP@k on both Bibtex and Delicious for at
-    most 1 point of P@1 (chosen on held-out training rows); per data set,
+    :meth:`fit`. The defaults raise PSP@k on both Bibtex and Delicious at a
+    small cost in P@1 (chosen on held-out training rows); per data set,
     tuned with ``benchmarks/bench_rerank.py`` for a 50-tree LdSM, Bibtex
     prefers the ridge tail scorer (``alpha=0.3, ridge_penalty=3,
     propensity_exponent=2``) and Delicious the logistic one (``alpha=0.6,
@@ -384,18 +372,48 @@ class Reranker(Estimator):
         propensity_a: float = 0.55,
         propensity_b: float = 1.5,
     ):
-        self.method, self.alpha, self.beta = _check_blend(method, alpha, beta)
-        self.gamma = _check_gamma(gamma)
-        self.n_candidates = _check_count(n_candidates, "n_candidates")
-        self.feature_weighting, self.unit_centroids = _check_tail_settings(
-            feature_weighting, unit_centroids
-        )
-        self.tail_scorer = _check_tail_scorer(tail_scorer)
-        self.ridge_penalty = _check_penalty(ridge_penalty, "ridge_penalty")
-        self.logistic_penalty = _check_penalty(logistic_penalty, "logistic_penalty")
-        self.propensity_exponent = _check_exponent(propensity_exponent)
-        self.propensity_a = _check_real(propensity_a, "propensity_a", -math.inf, math.inf)
-        self.propensity_b = _check_real(propensity_b, "propensity_b", 0.0, math.inf, low_open=True)
+        self.method = method
+        self.alpha = alpha
+        self.beta = beta
+        self.gamma = gamma
+        self.n_candidates = n_candidates
+        self.feature_weighting = feature_weighting
+        self.unit_centroids = unit_centroids
+        self.tail_scorer = tail_scorer
+        self.ridge_penalty = ridge_penalty
+        self.logistic_penalty = logistic_penalty
+        self.propensity_exponent = propensity_exponent
+        self.propensity_a = propensity_a
+        self.propensity_b = propensity_b
+        # Checked at once as well as when used, so that an estimator's
+        # ``rerank={...}`` setting or a command line fails before training.
+        self._validate_params()
+
+    def _validate_params(self) -> dict:
+        """Check every setting (``set_params`` may have changed them); return them typed.
+
+        Raises
+        ------
+        ValueError
+            Naming the setting, its value and what is allowed.
+        """
+        method, alpha, beta = _check_blend(self.method, self.alpha, self.beta)
+        return {
+            "method": method, "alpha": alpha, "beta": beta,
+            "gamma": check_real("gamma", self.gamma, 0.0, strict=True),
+            "n_candidates": check_int("n_candidates", self.n_candidates, 1),
+            "feature_weighting": check_choice("feature_weighting", self.feature_weighting,
+                                              FEATURE_WEIGHTINGS),
+            "unit_centroids": check_bool("unit_centroids", self.unit_centroids),
+            "tail_scorer": check_choice("tail_scorer", self.tail_scorer, TAIL_SCORERS),
+            "ridge_penalty": check_real("ridge_penalty", self.ridge_penalty, 0.0, strict=True),
+            "logistic_penalty": check_real("logistic_penalty", self.logistic_penalty, 0.0,
+                                           strict=True),
+            "propensity_exponent": check_real("propensity_exponent", self.propensity_exponent,
+                                              0.0),
+            "propensity_a": check_real("propensity_a", self.propensity_a, -math.inf),
+            "propensity_b": check_real("propensity_b", self.propensity_b, 0.0, strict=True),
+        }
 
     def fit(self, X, Y, n_labels: int | None = None) -> Reranker:
         """Fit the tail classifier on the training data of the base model.
@@ -414,29 +432,15 @@ class Reranker(Estimator):
         Reranker
             ``self``.
         """
-        # Re-check settings that set_params may have changed since __init__.
-        self.gamma = _check_gamma(self.gamma)
-        self.propensity_a = _check_real(self.propensity_a, "propensity_a", -math.inf, math.inf)
-        self.propensity_b = _check_real(
-            self.propensity_b, "propensity_b", 0.0, math.inf, low_open=True
-        )
-        scorer = self._new_scorer()
-        self.scorer_ = scorer.fit(X, Y, n_labels=n_labels)
-        self.inverse_propensity_ = inverse_propensity(
-            Y, A=self.propensity_a, B=self.propensity_b, n_labels=scorer.n_labels_
-        )
-        return self
+        return self._fit(*check_training_data(X, Y, n_labels))
 
-    def _new_scorer(self) -> TailScorer | RidgeTailScorer | LogisticTailScorer:
-        """An unfitted tail scorer with this re-ranker's (re-checked) settings."""
-        kind = _check_tail_scorer(self.tail_scorer)
-        if kind == "ridge":
-            penalty = _check_penalty(self.ridge_penalty, "ridge_penalty")
-            return RidgeTailScorer(penalty, self.feature_weighting)
-        if kind == "logistic":
-            penalty = _check_penalty(self.logistic_penalty, "logistic_penalty")
-            return LogisticTailScorer(penalty, self.feature_weighting)
-        return TailScorer(self.gamma, self.feature_weighting, self.unit_centroids)
+    def _fit(self, X: sp.csr_matrix, Y: sp.csr_matrix) -> Reranker:
+        """:meth:`fit` on checked data (the path of the estimators that re-rank)."""
+        params = self._validate_params()
+        self.scorer_ = _new_scorer(params)._fit(X, Y)
+        self.inverse_propensity_ = _propensity_weights(Y, params["propensity_a"],
+                                                       params["propensity_b"])
+        return self
 
     def rerank_predictions(self, X, labels, scores, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
         """Return the top `k` of the base model's candidates after re-ranking.
@@ -459,14 +463,23 @@ class Reranker(Estimator):
         scores : numpy.ndarray of shape (n_samples, k), float64
             Blended scores, 0 in padded slots.
         """
+        self._check_fitted()
+        return self._rerank(check_features(X, n_features=self.scorer_.n_features_), labels,
+                            scores, k)
+
+    def _check_fitted(self) -> None:
         if not hasattr(self, "scorer_"):
             raise NotFittedError("this Reranker is not fitted yet; call fit(X, Y) first")
-        k = _check_count(k, "k")
-        # Blend settings may have been changed with set_params: check them here.
-        method, alpha, beta = _check_blend(self.method, self.alpha, self.beta)
-        exponent = _check_exponent(self.propensity_exponent)
-        n_candidates = _check_count(self.n_candidates, "n_candidates")
+
+    def _rerank(self, X: sp.csr_matrix, labels, scores, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`rerank_predictions` of checked points (the candidates are checked here)."""
         labels = _check_candidate_labels(labels, self.scorer_.n_labels_)
+        check_rows_match(X, labels)
+        k = check_int("k", k, 1)
+        # Blend settings may have been changed with set_params since fit.
+        params = self._validate_params()
+        method, alpha, beta = params["method"], params["alpha"], params["beta"]
+        exponent, n_candidates = params["propensity_exponent"], params["n_candidates"]
         scores = _check_candidate_scores(scores, labels)
         if method == "geometric":
             _check_geometric_scores(scores, labels)
@@ -485,9 +498,10 @@ class Reranker(Estimator):
 
     def _get_state(self) -> tuple[dict, dict[str, np.ndarray]]:
         """Return JSON-able settings and ``STATE_PREFIX``-named arrays of a fitted re-ranker."""
+        self._check_fitted()
         scorer = self.scorer_
         params = {
-            **{name: getattr(self, name) for name in _SETTINGS},
+            **self._json_params(),
             "n_features": int(scorer.n_features_),
             "n_labels": int(scorer.n_labels_),
         }
@@ -513,19 +527,28 @@ class Reranker(Estimator):
             shapes, a broken CSR structure, or non-finite values.
         """
         try:
-            reranker = cls(**{name: params[name] for name in _SETTINGS})
-            n_features = _check_count(params["n_features"], "n_features")
-            n_labels = _check_count(params["n_labels"], "n_labels")
+            reranker = cls(**{name: params[name] for name in cls._param_names()})
+            n_features = check_int("n_features", params["n_features"], 1)
+            n_labels = check_int("n_labels", params["n_labels"], 1)
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelFormatError(f"re-ranker settings are invalid ({exc})") from exc
         q = _state_array(arrays, "inverse_propensity", np.float64, (n_labels,))
         if not (np.all(np.isfinite(q)) and np.all(q > 0)):
             raise ModelFormatError("re-ranker inverse propensities: must be finite and > 0")
-        scorer = reranker._new_scorer()
+        scorer = _new_scorer(reranker._validate_params())
         scorer._load_arrays(arrays, n_features, n_labels)
         reranker.scorer_ = scorer
         reranker.inverse_propensity_ = q
         return reranker
+
+
+def _new_scorer(params: dict) -> TailScorer | RidgeTailScorer | LogisticTailScorer:
+    """An unfitted tail scorer with a re-ranker's checked settings."""
+    if params["tail_scorer"] == "ridge":
+        return RidgeTailScorer(params["ridge_penalty"], params["feature_weighting"])
+    if params["tail_scorer"] == "logistic":
+        return LogisticTailScorer(params["logistic_penalty"], params["feature_weighting"])
+    return TailScorer(params["gamma"], params["feature_weighting"], params["unit_centroids"])
 
 
 def make_reranker(setting) -> Reranker | None:
@@ -564,22 +587,6 @@ def make_reranker(setting) -> Reranker | None:
         raise ValueError(f"rerank: {exc}") from None
 
 
-#: Constructor parameters stored with a fitted re-ranker.
-_SETTINGS = (
-    "method",
-    "alpha",
-    "beta",
-    "gamma",
-    "n_candidates",
-    "feature_weighting",
-    "unit_centroids",
-    "tail_scorer",
-    "ridge_penalty",
-    "logistic_penalty",
-    "propensity_exponent",
-    "propensity_a",
-    "propensity_b",
-)
 
 
 def upgrade_reranker_state(version: int, params: dict, arrays: dict, remedy: str) -> dict:
@@ -616,6 +623,220 @@ def upgrade_reranker_state(version: int, params: dict, arrays: dict, remedy: str
 def _default(name: str):
     """The default value of :class:`Reranker`'s parameter `name`."""
     return inspect.signature(Reranker).parameters[name].default
+
+
+# ----------------------------------------------------------------------------- stage
+
+
+#: Prefix of the learner's array names in a :class:`Reranked` model file.
+ESTIMATOR_PREFIX = "estimator/"
+
+
+class Reranked(TopKEstimator):
+    """A fitted learner whose top candidates a tail-label re-ranker re-orders, as one model.
+
+    :meth:`fit` trains the re-ranker (not the learner) on the learner's
+    training data; :meth:`predict_top_k` asks the learner for
+    ``max(k, reranker.n_candidates)`` candidates and returns the best ``k``
+    after re-ranking. The stage saves, loads and pickles as one model file.
+
+    Parameters
+    ----------
+    estimator : LdSM, LOMTree or LearnedTree
+        A fitted learner, used as it is. Its labels must be label ids, the
+        columns of the ``Y`` given to :meth:`fit`: LdSM's are; a classifier's
+        ``classes_`` must be non-negative integers (as
+        :func:`xmltree.lomtree.to_multiclass` makes them).
+    reranker : Reranker, optional
+        The re-ranker's settings (``None``: ``Reranker()``); :meth:`fit`
+        trains a copy.
+
+    Attributes
+    ----------
+    reranker_ : Reranker
+        The fitted re-ranker.
+    n_features_in_ : int
+        The learner's.
+    n_labels_ : int
+        The label ids the re-ranker knows: those of ``Y``, and at least the
+        learner's.
+
+    Notes
+    -----
+    The re-ranker reads the samples as the learner's own checks return them:
+    the feature matrix, or for a LearnedTree fitted on text the features its
+    vectorizer makes of the documents, so such a learner can be re-ranked as
+    long as its labels are label ids (not names).
+
+    Examples
+    --------
+    >>> model = LOMTree().fit(X_train, y_train)                            # doctest: +SKIP
+    >>> reranked = Reranked(model, Reranker(alpha=0.5)).fit(X_train, Y_train)  # doctest: +SKIP
+    >>> labels, scores = reranked.predict_top_k(X_test, k=5)               # doctest: +SKIP
+    """
+
+    _KIND = "reranked"
+
+    def __init__(self, estimator=None, reranker=None):
+        self.estimator = estimator
+        self.reranker = reranker
+
+    def _validate_params(self) -> dict:
+        """Check the learner (fitted, not itself a stage) and the re-ranker's settings."""
+        if not isinstance(self.estimator, TopKEstimator) or isinstance(self.estimator, Reranked):
+            raise ValueError(f"estimator must be a fitted LdSM, LOMTree or LearnedTree, got "
+                             f"{type(self.estimator).__name__}")
+        self.estimator._check_fitted()
+        if self.reranker is not None and not isinstance(self.reranker, Reranker):
+            raise ValueError(f"reranker must be a Reranker or None, got {self.reranker!r}")
+        reranker = Reranker() if self.reranker is None else self.reranker
+        reranker._validate_params()
+        return {"estimator": self.estimator, "reranker": reranker}
+
+    def fit(self, X, Y) -> Reranked:
+        """Fit the re-ranker on the learner's training data.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or sequence of documents
+            Training samples, as the learner takes them.
+        Y : indicator matrix of shape (n_samples, n_labels) or list of label lists
+            The label sets of the samples, in the learner's label ids.
+
+        Returns
+        -------
+        Reranked
+            ``self``.
+
+        Raises
+        ------
+        ValueError
+            If the learner is not fitted or its labels are not label ids.
+        DataFormatError
+            On malformed data.
+        """
+        params = self._validate_params()
+        n_labels = label_id_count(self.estimator)
+        X = self.estimator._validate_X(X)
+        Y = check_labels(Y, n_samples=X.shape[0])
+        if Y.shape[1] < n_labels:
+            Y = widen(Y, n_labels)
+        self.reranker_ = Reranker(**params["reranker"].get_params())._fit(X, Y)
+        return self
+
+    def predict(self, X, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
+        """Same as :meth:`predict_top_k`."""
+        return self.predict_top_k(X, k)
+
+    @property
+    def n_features_in_(self) -> int:
+        return self.estimator.n_features_in_
+
+    @property
+    def n_labels_(self) -> int:
+        """Size of the label-id space of the re-ranker (at least the learner's)."""
+        return self.reranker_.scorer_.n_labels_
+
+    @property
+    def n_jobs(self):
+        """The learner's threads (the re-ranker runs in NumPy and its kernel)."""
+        return self.estimator.n_jobs
+
+    @n_jobs.setter
+    def n_jobs(self, value) -> None:
+        self.estimator.n_jobs = value
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "reranker_"):
+            raise NotFittedError("this Reranked model is not fitted yet; call fit(X, Y) first")
+
+    def _validate_X(self, X):
+        return self.estimator._validate_X(X)
+
+    def _predict_top_k(self, X, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return rerank_top_k(self.estimator, self.reranker_, X, k)
+
+    def _get_state(self) -> tuple[dict, dict]:
+        """The learner's state and the re-ranker's, side by side."""
+        self._check_fitted()
+        learner_params, learner_arrays = self.estimator._get_state()
+        reranker_params, reranker_arrays = self.reranker_._get_state()
+        params = {"estimator_kind": self.estimator._KIND, "estimator": learner_params,
+                  "reranker": reranker_params}
+        arrays = {ESTIMATOR_PREFIX + name: array for name, array in learner_arrays.items()}
+        return params, {**arrays, **reranker_arrays}
+
+    @classmethod
+    def _from_state(cls, params: dict, arrays: dict) -> Reranked:
+        """Rebuild the learner and the re-ranker, each checking what it reads.
+
+        Raises
+        ------
+        ModelFormatError
+            On a missing or nested learner, or a re-ranker that does not fit
+            the learner's features and labels.
+        """
+        try:
+            learner_class = estimator_class(params["estimator_kind"])
+            learner_params, reranker_params = params["estimator"], params["reranker"]
+        except (KeyError, TypeError) as exc:
+            raise ModelFormatError(f"re-ranked model: no valid learner ({exc})") from None
+        if not issubclass(learner_class, TopKEstimator) or learner_class is Reranked:
+            raise ModelFormatError(f"re-ranked model: cannot re-rank a {learner_class.__name__}")
+        estimator = learner_class._from_state(learner_params, {
+            name[len(ESTIMATOR_PREFIX):]: array for name, array in arrays.items()
+            if name.startswith(ESTIMATOR_PREFIX)})
+        reranker = Reranker._from_state(reranker_params, arrays)
+        scorer = reranker.scorer_
+        if (scorer.n_features_ != estimator.n_features_in_
+                or scorer.n_labels_ < label_id_count(estimator)):
+            raise ModelFormatError("re-ranked model: the re-ranker does not match the learner's "
+                                   "features or labels")
+        model = cls(estimator, Reranker(**reranker.get_params()))
+        model.reranker_ = reranker
+        return model
+
+
+def rerank_top_k(estimator: TopKEstimator, reranker: Reranker, X,
+                 k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The top `k` of a fitted learner's candidates for checked samples, re-ranked.
+
+    The learner proposes ``max(k, reranker.n_candidates)`` candidates.
+    """
+    n_candidates = max(k, reranker.n_candidates)
+    labels, scores = estimator._predict_top_k(X, n_candidates)
+    return reranker._rerank(X, labels, scores, k)
+
+
+def reranking_stage(model: TopKEstimator) -> Reranked:
+    """The re-ranking stage a loaded model carries.
+
+    The model itself if it is a :class:`Reranked`; for an LdSM fitted with
+    ``rerank=...``, its ``reranker_`` behind it.
+
+    Raises
+    ------
+    ValueError
+        If the model has no re-ranker.
+    """
+    if isinstance(model, Reranked):
+        return model
+    reranker = getattr(model, "reranker_", None)
+    if reranker is None:
+        raise ValueError("this model has no re-ranker; train it with a re-ranker (LdSM: "
+                         "rerank=...; any learner: xmltree.rerank.Reranked; command line: "
+                         "--rerank)")
+    stage = Reranked(model, Reranker(**reranker.get_params()))
+    stage.reranker_ = reranker
+    return stage
+
+
+def same_reranker(a: Reranker, b: Reranker) -> bool:
+    """True when two fitted re-rankers have identical settings and arrays."""
+    params_a, arrays_a = a._get_state()
+    params_b, arrays_b = b._get_state()
+    return params_a == params_b and arrays_a.keys() == arrays_b.keys() and all(
+        np.array_equal(arrays_a[name], arrays_b[name]) for name in arrays_a)
 
 
 # ----------------------------------------------------------------------------- targets

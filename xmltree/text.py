@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from ._base import check_int, warn_renamed
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 
 __all__ = ["tokenize", "TextVectorizer", "context_windows", "encode_strings", "decode_strings",
@@ -79,11 +80,9 @@ class TextVectorizer:
         self.min_count = min_count
         self.lowercase = lowercase
 
-    def _check_params(self) -> None:
-        for name, low in (("ngrams", 1), ("buckets", 1), ("min_count", 1)):
-            value = getattr(self, name)
-            if not isinstance(value, (int, np.integer)) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    def _validate_params(self) -> None:
+        for name in ("ngrams", "buckets", "min_count"):
+            check_int(name, getattr(self, name), 1)
 
     @property
     def n_features_(self) -> int:
@@ -91,7 +90,7 @@ class TextVectorizer:
 
     def fit(self, texts: Iterable[str]) -> TextVectorizer:
         """Build the vocabulary from ``texts`` (one string per document)."""
-        self._check_params()
+        self._validate_params()
         counts = Counter()
         for text in texts:
             counts.update(tokenize(text, self.lowercase))
@@ -137,6 +136,17 @@ class TextVectorizer:
         return self.fit(texts).transform(texts)
 
     def get_state(self) -> tuple[dict, dict]:
+        """Deprecated: the state is private (``_get_state``), as for the estimators."""
+        warn_renamed("TextVectorizer.get_state", "the estimator's save()")
+        return self._get_state()
+
+    @classmethod
+    def from_state(cls, params: dict, arrays: dict) -> TextVectorizer:
+        """Deprecated: the state is private (``_from_state``), as for the estimators."""
+        warn_renamed("TextVectorizer.from_state", "xmltree.load()")
+        return cls._from_state(params, arrays)
+
+    def _get_state(self) -> tuple[dict, dict]:
         """Return ``(params, arrays)`` for model files (no pickle)."""
         data, offsets = encode_strings(self.vocabulary_)
         params = {"ngrams": int(self.ngrams), "buckets": int(self.buckets),
@@ -144,8 +154,8 @@ class TextVectorizer:
         return params, {"vocabulary_data": data, "vocabulary_offsets": offsets}
 
     @classmethod
-    def from_state(cls, params: dict, arrays: dict) -> TextVectorizer:
-        """Rebuild a fitted vectorizer from :meth:`get_state` output.
+    def _from_state(cls, params: dict, arrays: dict) -> TextVectorizer:
+        """Rebuild a fitted vectorizer from :meth:`_get_state` output.
 
         Raises
         ------
@@ -155,7 +165,7 @@ class TextVectorizer:
         try:
             vectorizer = cls(int(params["ngrams"]), int(params["buckets"]),
                              int(params["min_count"]), bool(params["lowercase"]))
-            vectorizer._check_params()
+            vectorizer._validate_params()
             words = decode_strings(arrays["vocabulary_data"], arrays["vocabulary_offsets"])
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelFormatError(f"invalid text vectorizer state ({exc})") from exc

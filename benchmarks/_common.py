@@ -1,0 +1,106 @@
+"""What the benchmark scripts share: where the data are, and how results are written.
+
+The scripts import it as ``from _common import ...``: Python puts a script's
+own folder first on ``sys.path``, so no path edits are needed. Every script
+writes its ``--json`` report with :func:`write_json`, which records the peak
+resident memory of the run.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+from pathlib import Path
+
+import numpy as np
+
+from xmltree.datasets import load_dataset
+
+#: ``../shared/datasets`` and ``../shared/corpora`` next to the repository.
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+DEFAULT_DATA_HOME = SHARED / "datasets"
+DEFAULT_CORPORA = SHARED / "corpora"
+
+
+def load_split(data_home: Path, name: str):
+    """Train and test matrices of a registered dataset, in one feature and label space."""
+    (X_train, Y_train), (X_test, Y_test) = load_dataset(name, data_home, subset="both")
+    return X_train, Y_train, X_test, Y_test
+
+
+def peak_memory_mb() -> dict:
+    """Peak resident memory so far, in MB: this process's and its finished children's."""
+    return {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "peak_rss_children_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
+
+
+def write_json(path, report: dict) -> None:
+    """Write `report` (a dict) as JSON with :func:`peak_memory_mb` added."""
+    Path(path).write_text(json.dumps({**report, **peak_memory_mb()}, indent=2, default=str)
+                          + "\n")
+
+
+# ----------------------------------------------------------------------------- plots
+
+
+def require_matplotlib() -> None:
+    """Fail at once, not after hours of training, when the plots cannot be drawn.
+
+    Raises
+    ------
+    ImportError
+        If matplotlib (the ``plot`` extra) is not installed.
+    """
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as error:
+        raise ImportError("the benchmark plots need matplotlib: "
+                          "pip install 'xmltree-xmc[plot]'") from error
+
+
+def plot_scale(results: list[dict], directory, *, against: str = "n_labels") -> list[Path]:
+    """Write PNG plots of depth and costs against K (``"n_labels"``) or N (``"n_samples"``).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written: depth with the paper's [log_M K, 3 log_M K] band
+        (and log_M of the labels seen in training, dashed), and prediction
+        CPU ms/example, peak RSS, model size and train CPU time.
+    """
+    require_matplotlib()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    axis_label = {"n_labels": "labels K", "n_samples": "points N"}[against]
+    x = np.array([r[against] for r in results], dtype=float)
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.plot(x, [r["max_depth"] for r in results], "o-", label="max depth")
+    ax.fill_between(x, [r["depth_low"] for r in results], [r["depth_high"] for r in results],
+                    alpha=0.2, label="[log_M K, 3 log_M K]")
+    ax.plot(x, [r["depth_low_seen"] for r in results], "--", color="gray",
+            label="log_M (labels seen in training)")
+    ax.set(xscale="log", xlabel=axis_label, ylabel="tree depth")
+    ax.legend()
+    fig.tight_layout()
+    depth_path = directory / f"scale_depth_vs_{against}.png"
+    fig.savefig(depth_path, dpi=120)
+    plt.close(fig)
+    panels = (("predict_cpu_ms_per_example", "prediction CPU ms/example"),
+              ("peak_rss_mb", "peak RSS MB"), ("model_mb", "model MB on disk"),
+              ("train_cpu_s", "train CPU s"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(16, 3.5))
+    for ax, (key, label) in zip(axes, panels):
+        ax.plot(x, [r[key] for r in results], "o-")
+        ax.set(xscale="log", xlabel=axis_label, ylabel=label)
+    fig.tight_layout()
+    cost_path = directory / f"scale_cost_vs_{against}.png"
+    fig.savefig(cost_path, dpi=120)
+    plt.close(fig)
+    return [depth_path, cost_path]
+
+

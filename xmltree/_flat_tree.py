@@ -1,0 +1,286 @@
+"""The flat LdSM tree: its options, its model-file contract and its checks.
+
+One flat tree is a dict of NumPy arrays (:data:`TREE_ARRAYS`), as
+``xmltree._ldsm.build_tree`` returns it and as model files store it; a
+:class:`xmltree._tree.Forest` concatenates several for prediction. The
+kernels trust these arrays completely (bounds checks are off), so a tree read
+from a file goes through :func:`check_tree` first; a tree the builder just
+grew does not need to.
+
+This module also holds the options shared by training, prediction and the
+estimator (:data:`ROUTING_THRESHOLDS`, :data:`MAX_ARITY`, :data:`LEAF_SCORES`,
+:data:`LEAF_AGGREGATIONS`): one table, read by all three.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import check_csr_structure
+from .exceptions import DataFormatError, ModelFormatError
+
+__all__ = ["TREE_ARRAYS", "ROUTING_THRESHOLDS", "MAX_ARITY", "LEAF_SCORES", "LEAF_AGGREGATIONS",
+           "routing_threshold", "check_tree", "concatenate_trees"]
+
+#: Routing threshold on the raw regressor score for each routing mode: the
+#: authors' 0.5 on the margin, or sigmoid(z) >= 0.5, i.e. z >= 0.
+ROUTING_THRESHOLDS = {"margin": 0.5, "sigmoid": 0.0}
+
+#: Largest arity M: node training enumerates the 2^M - 1 non-empty subsets of
+#: children for every example.
+MAX_ARITY = 8
+
+#: What leaves may store per label: a normalised histogram, or the fraction
+#: of the leaf's training examples carrying the label (``_ldsm.build_tree``).
+LEAF_SCORES = ("distribution", "frequency")
+
+#: How a tree combines the leaves an example reaches: their average (the
+#: paper's Algorithm 2) or their sum, which gives a tree that sends the
+#: example down several paths a larger say (see ``LdSM``).
+LEAF_AGGREGATIONS = ("mean", "sum")
+
+#: The arrays of one flat tree, with their dtypes (the build_tree contract).
+TREE_ARRAYS = {
+    "first_child": np.int32,
+    "parent": np.int32,
+    "depth": np.int32,
+    "n_samples": np.int64,
+    "weight_indptr": np.int64,
+    "weight_indices": np.int32,
+    "weight_values": np.float32,
+    "bias": np.float32,
+    "leaf_indptr": np.int64,
+    "leaf_labels": np.int32,
+    "leaf_values": np.float32,
+    "trace_indptr": np.int64,
+    "trace_values": np.float32,
+}
+
+
+def routing_threshold(routing):
+    """Return the threshold on the raw score z used by a routing mode.
+
+    Parameters
+    ----------
+    routing : {"margin", "sigmoid"}
+        Routing mode of the trees.
+
+    Returns
+    -------
+    float
+    """
+    try:
+        return ROUTING_THRESHOLDS[routing]
+    except KeyError:
+        raise ValueError(
+            f"routing must be one of {sorted(ROUTING_THRESHOLDS)}, got {routing!r}"
+        ) from None
+
+
+# --------------------------------------------------------------------------
+# Validation of one flat tree (Python, vectorised): everything the kernels
+# rely on, so that a tampered model file can never make them read out of
+# bounds or loop forever.
+# --------------------------------------------------------------------------
+
+def check_tree(tree, arity, n_features, n_labels, leaf_scores="distribution"):
+    """Check that a flat tree satisfies the ``build_tree`` contract.
+
+    Parameters
+    ----------
+    tree : dict of str to numpy.ndarray
+        The arrays listed in :data:`TREE_ARRAYS`.
+    arity : int
+        Children per internal node.
+    n_features, n_labels : int
+        Sizes of the feature and label spaces.
+    leaf_scores : {"distribution", "frequency"}, default="distribution"
+        What the leaves store (see ``xmltree._ldsm.build_tree``): histograms
+        summing to 1, or label frequencies in (0, 1].
+
+    Raises
+    ------
+    ModelFormatError
+        Naming the first violated property: a missing array, a wrong dtype
+        or shape, a broken parent/child structure, a non-monotone or
+        inconsistent ``indptr``, an out-of-range index, a non-finite value,
+        or a leaf histogram that is empty, not positive, or does not sum to
+        1 (distributions) or exceeds 1 (frequencies).
+    """
+    _check_dtypes(tree)
+    n_nodes = tree["first_child"].shape[0]
+    if n_nodes < 1:
+        raise ModelFormatError("tree has no nodes")
+    _check_shapes(tree, n_nodes, arity)
+    _check_structure(tree, n_nodes, arity)
+    is_leaf = tree["first_child"] < 0
+    _check_csr(tree["weight_indptr"], tree["weight_indices"], "weight indices", n_features)
+    _check_csr(tree["leaf_indptr"], tree["leaf_labels"], "leaf labels", n_labels)
+    _check_csr(tree["trace_indptr"], tree["trace_values"], "objective trace")
+    _check_rows_present(tree, is_leaf, arity)
+    for name in ("weight_values", "bias", "leaf_values"):
+        if not np.all(np.isfinite(tree[name])):
+            raise ModelFormatError(f"tree array {name!r} has NaN or infinite values")
+    _check_histograms(tree, is_leaf, leaf_scores)
+
+
+def _check_dtypes(tree):
+    for name, dtype in TREE_ARRAYS.items():
+        array = tree.get(name)
+        if not isinstance(array, np.ndarray):
+            raise ModelFormatError(f"tree array {name!r} is missing")
+        if array.dtype != np.dtype(dtype):
+            raise ModelFormatError(
+                f"tree array {name!r} has dtype {array.dtype}, expected {np.dtype(dtype)}"
+            )
+        if array.ndim != (2 if name == "bias" else 1):
+            raise ModelFormatError(f"tree array {name!r} has {array.ndim} dimensions")
+
+
+def _check_shapes(tree, n_nodes, arity):
+    expected = {
+        "parent": (n_nodes,),
+        "depth": (n_nodes,),
+        "n_samples": (n_nodes,),
+        "bias": (n_nodes, arity),
+        "weight_indptr": (n_nodes * arity + 1,),
+        "leaf_indptr": (n_nodes + 1,),
+        "trace_indptr": (n_nodes + 1,),
+    }
+    for name, shape in expected.items():
+        if tree[name].shape != shape:
+            raise ModelFormatError(
+                f"tree array {name!r} has shape {tree[name].shape}, expected {shape}"
+            )
+
+
+def _check_structure(tree, n_nodes, arity):
+    """Root 0; every internal node owns `arity` consecutive later nodes whose
+    parent it is; every other node is owned by its parent. Hence each node is
+    reached from exactly one parent, and a descent visits it at most once."""
+    first_child, parent, depth = tree["first_child"], tree["parent"], tree["depth"]
+    nodes = np.arange(n_nodes, dtype=np.int64)
+    if parent[0] != -1 or depth[0] != 0:
+        raise ModelFormatError("tree root must be node 0 with parent -1 and depth 0")
+    if n_nodes > 1 and np.any((parent[1:] < 0) | (parent[1:] >= nodes[1:])):
+        raise ModelFormatError("tree has a parent id that is not smaller than its child's id")
+    internal = np.flatnonzero(first_child >= 0)
+    if np.any(first_child < -1):
+        raise ModelFormatError("tree array 'first_child' has a negative id other than -1")
+    children = first_child[internal].astype(np.int64)
+    if np.any(children <= internal) or np.any(children + arity > n_nodes):
+        raise ModelFormatError("tree has a child id out of range or not above its parent")
+    owner = np.full(n_nodes, -1, dtype=np.int64)
+    for m in range(arity):
+        owner[children + m] = internal
+    if np.any(owner[1:] != parent[1:]):
+        raise ModelFormatError("tree 'parent' and 'first_child' arrays disagree")
+    if n_nodes > 1 and np.any(depth[1:] != depth[parent[1:]] + 1):
+        raise ModelFormatError("tree 'depth' is not parent depth + 1")
+
+
+def _check_csr(indptr, entries, name, n_cols=None):
+    """Check one CSR block of a tree: `indptr` consistent with `entries`, and
+    for `n_cols` given, sorted unique column indices below `n_cols`."""
+    if indptr[0] != 0 or indptr[-1] != entries.shape[0] or np.any(np.diff(indptr) < 0):
+        raise ModelFormatError(f"tree {name}: indptr is not a valid CSR row pointer")
+    if n_cols is not None:
+        try:
+            check_csr_structure(indptr, entries, (indptr.shape[0] - 1, n_cols), f"tree {name}")
+        except DataFormatError as exc:
+            raise ModelFormatError(str(exc)) from None
+
+
+def _check_rows_present(tree, is_leaf, arity):
+    """Internal nodes have regressors and no histogram; leaves the opposite."""
+    if tree["weight_values"].shape != tree["weight_indices"].shape:
+        raise ModelFormatError("tree weight indices and values differ in length")
+    if tree["leaf_values"].shape != tree["leaf_labels"].shape:
+        raise ModelFormatError("tree leaf labels and values differ in length")
+    weight_rows = np.diff(tree["weight_indptr"]).reshape(-1, arity)
+    if np.any(weight_rows[is_leaf] != 0):
+        raise ModelFormatError("tree has regressor weights on a leaf, which must have none")
+    histogram_sizes = np.diff(tree["leaf_indptr"])
+    if np.any(histogram_sizes[~is_leaf] != 0):
+        raise ModelFormatError("tree has a label histogram on an internal node")
+    if np.any(histogram_sizes[is_leaf] == 0):
+        raise ModelFormatError("tree has a leaf with an empty label histogram")
+
+
+def _check_histograms(tree, is_leaf, leaf_scores):
+    values = tree["leaf_values"]
+    # Positive values make a label's score non-zero exactly when one of its
+    # leaves was reached, which the dense accumulation relies on.
+    if np.any(values <= 0):
+        raise ModelFormatError("tree has a leaf histogram value that is not positive")
+    if leaf_scores == "frequency":
+        if np.any(values > 1):
+            raise ModelFormatError("tree has a leaf label frequency above 1")
+        return
+    starts = tree["leaf_indptr"][:-1][is_leaf]
+    sums = np.add.reduceat(values.astype(np.float64), starts) if values.size else np.zeros(0)
+    if np.any(np.abs(sums - 1.0) > 1e-3):
+        raise ModelFormatError("tree has a leaf histogram that does not sum to 1")
+
+
+# --------------------------------------------------------------------------
+# Concatenation of several trees into one forest
+# --------------------------------------------------------------------------
+
+def concatenate_trees(trees: list[dict], arity: int, n_features: int,
+                      release: bool = False) -> dict:
+    """Join flat trees into the arrays of one forest, node ids made global.
+
+    Tree t owns global nodes ``tree_offset[t] .. tree_offset[t + 1] - 1``;
+    see ``_tree.pxd`` for every array. The result is read-only: the kernels
+    trust it. With ``release``, each tree's weight and leaf arrays are taken
+    out of its dict as soon as they are copied, so that a caller owning the
+    dicts holds the model about 1.5 times rather than twice.
+
+    Raises
+    ------
+    ModelFormatError
+        If the forest has too many nodes for 32-bit node ids.
+    """
+    n_nodes = np.array([tree["first_child"].shape[0] for tree in trees], dtype=np.int64)
+    node_offset = np.concatenate([[0], np.cumsum(n_nodes)])
+    if node_offset[-1] >= 2**31 // arity:
+        raise ModelFormatError("forest too large for 32-bit node ids")
+    forest = {
+        "tree_offset": node_offset,
+        "first_child": np.concatenate([
+            np.where(tree["first_child"] >= 0, tree["first_child"] + offset, -1)
+            for tree, offset in zip(trees, node_offset)
+        ]).astype(np.int32),
+        "weight_indptr": _concatenate_indptr([tree["weight_indptr"] for tree in trees]),
+        "weight_indices": _join(trees, "weight_indices", release),
+        "weight_values": _join(trees, "weight_values", release),
+        "bias": np.concatenate([tree["bias"].ravel() for tree in trees]),
+        "leaf_indptr": _concatenate_indptr([tree["leaf_indptr"] for tree in trees]),
+        "leaf_labels": _join(trees, "leaf_labels", release),
+        "leaf_values": _join(trees, "leaf_values", release),
+    }
+    # Features kept by many regressors are the frequent ones (weights only
+    # move where x is non-zero): give them neighbouring slots in the node
+    # blocks, so a few cache lines of a block serve most examples.
+    usage = np.bincount(forest["weight_indices"], minlength=n_features)
+    forest["feature_slot"] = np.empty(n_features, dtype=np.int32)
+    forest["feature_slot"][np.argsort(-usage, kind="stable")] = np.arange(n_features)
+    for array in forest.values():
+        array.flags.writeable = False
+    return forest
+
+
+def _join(trees: list[dict], name: str, release: bool) -> np.ndarray:
+    """Concatenate one array of every tree; with ``release``, take it out of the dicts."""
+    return np.concatenate([tree.pop(name) if release else tree[name] for tree in trees])
+
+
+def _concatenate_indptr(indptrs: list[np.ndarray]) -> np.ndarray:
+    """Join CSR row pointers of consecutive blocks into one."""
+    shifted = [indptrs[0]]
+    offset = indptrs[0][-1]
+    for indptr in indptrs[1:]:
+        shifted.append(indptr[1:] + offset)
+        offset += indptr[-1]
+    return np.concatenate(shifted).astype(np.int64)
