@@ -8,6 +8,7 @@ import scipy.sparse as sp
 
 from xmltree.datasets import (
     _formats,
+    iter_xc_chunks,
     read_arff,
     read_bow_pair,
     read_libsvm,
@@ -204,6 +205,9 @@ BAD_XC = [
     ("2 3 2", 1, "header"),
     ("2 3\n0 0:1\n1 1:1\n", 1, "header"),
     ("a b c\n", 1, "header"),
+    ("2\x0b3 2\n0 0:1\n1 1:1\n", 1, "header"),
+    ("2 3 2\x0c\n0 0:1\n1 1:1\n", 1, "header"),
+    ("2 \u00b3 2\n0 0:1\n1 1:1\n", 1, "header"),
     ("2 3 2\n0 0:1\n1 1:1\n0 2:1\n", 4, "declares 2 rows"),
     ("2 3 2\n0 0:1\n1 1:1\n\n", 4, "declares 2 rows"),
     ("3 3 2\n0 0:1\n1 1:1\n", 4, "ends after 2"),
@@ -228,6 +232,22 @@ BAD_XC = [
     ("2 3 2\n0 0:1\n1,0,1 1:1\n", 3, "label id 1 appears more"),
     ("2 3 2\n0 0:1\n1 99999999999:1\n", 3, "32-bit"),
     ("2 3 2\n0 0:1\n1 qid:4 1:1\n", 3, "qid"),
+    # C white space that is not a token separator: strtof would skip it, and
+    # the newline after it, merging two lines into one row.
+    ("3 10 3\n0 3:\x0b\n1 5:1\n 7:2\n", 2, "control character 0x0b"),
+    ("2 3 2\n0 0:\x0c\n1 1:1\n", 2, "control character 0x0c"),
+    ("2 3 2\n0 0:1\x0b1:2\n1 1:1\n", 2, "control character 0x0b"),
+    ("2 3 2\n0 0:1\r1:2\n1 1:1\n", 2, "control character 0x0d"),
+    ("2 3 2\n0 0:1\n1 1:1\x00\n", 3, "control character 0x00"),
+    ("2 3 2\n0\x0c0:1\n1 1:1\n", 2, "control character 0x0c"),
+    # Numbers are plain ASCII decimals, whatever strtof or float() accept.
+    ("2 3 2\n0 0:0x1p3\n1 1:1\n", 2, "'0:0x1p3' is not a number"),
+    ("2 3 2\n0 0:1_0\n1 1:1\n", 2, "'0:1_0' is not a number"),
+    ("2 3 2\n0 0:1e\n1 1:1\n", 2, "not a number"),
+    ("2 3 2\n0 0:.\n1 1:1\n", 2, "not a number"),
+    ("2 3 2\n0 0:-\n1 1:1\n", 2, "not a number"),
+    ("2 3 2\n0 0:1\n1 1:Infinity\n", 3, "infinite"),
+    ("2 3 2\n0 0:\xd9\xa1\n1 1:1\n", 2, "not a number"),
 ]
 
 
@@ -240,6 +260,46 @@ def test_read_xc_reports_bad_input_with_its_line(tmp_path, text, line, words):
     assert info.value.path == str(path)
     assert words in info.value.problem
     assert f"line {line}" in str(info.value)
+
+
+def test_numbers_in_every_decimal_spelling_are_read(tmp_path):
+    text = "1 9 1\n0:+1 1:1. 2:.5 3:-.25e1 4:2E-1 5:1e+1 6:007 7:-0 8:12345678.5\n"
+    X, _ = read_xc(write_text(tmp_path, "values.txt", text))
+    expected = np.array([[1, 1, 0.5, -2.5, 0.2, 10, 7, 0, 12345678.5]], dtype=np.float32)
+    assert_same_matrix(X, expected)
+
+
+def test_header_may_use_tabs_runs_of_blanks_and_crlf(tmp_path):
+    X, Y = read_xc(write_text(tmp_path, "data.txt", "1\t 3  2 \r\n0 2:1\r\n"))
+    assert_same_matrix(X, [[0, 0, 1]])
+    assert_same_matrix(Y, [[1, 0]])
+
+
+VERTICAL_TAB_ROW = "0 3:\x0b\n1 5:1\n"
+
+
+@pytest.mark.parametrize(
+    ("reader", "files"),
+    [
+        (read_xc, {"data.txt": "3 10 3\n" + VERTICAL_TAB_ROW + " 7:2\n"}),
+        (read_libsvm, {"data.txt": VERTICAL_TAB_ROW + " 7:2\n"}),
+        (
+            read_bow_pair,
+            {"data.txt": "2 10\n3:1\x0c\n5:1\n", "labels.txt": "2 3\n0:1\n1:1\n"},
+        ),
+        (
+            lambda path: list(iter_xc_chunks(path, 1)),
+            {"data.txt": "3 10 3\n" + VERTICAL_TAB_ROW + " 7:2\n"},
+        ),
+    ],
+)
+def test_every_text_reader_rejects_control_characters_in_a_row(tmp_path, reader, files):
+    paths = [write_text(tmp_path, name, text) for name, text in files.items()]
+    with pytest.raises(DataFormatError) as info:
+        reader(*paths)
+    assert info.value.path == str(paths[0])
+    assert "control character" in info.value.problem
+    assert info.value.line == (1 if reader is read_libsvm else 2)
 
 
 def test_mutated_files_are_read_or_rejected_never_crash(tmp_path, rng):

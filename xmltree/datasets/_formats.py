@@ -18,9 +18,16 @@ pair files), whose rows are parsed by the compiled :mod:`._parse` module:
   feature or label id may appear only once per row.
 * Explicit zero values (``3:0``) are legal and dropped, as the learners treat
   absent and zero features alike.
-* Values are parsed with C ``strtof`` (correctly rounded to float32), which
-  follows the C ``LC_NUMERIC`` locale; Python leaves it at ``"C"`` unless a
-  program changes it. NaN and infinite values are errors.
+* Tokens are separated by spaces and tabs; a line may end with CRLF. Any
+  other control character in a line (vertical tab, form feed, a lone CR,
+  NUL...) is an error, never a separator or a line end.
+* Values are ASCII decimals ``[+-]digits[.digits][e[+-]digits]`` (also
+  ``1.`` and ``.5``), correctly rounded to float32; hexadecimal, ``1_0``
+  and other digits are errors. Values with an exponent or many digits are
+  converted by C ``strtof``, which follows the C ``LC_NUMERIC`` locale:
+  Python leaves it at ``"C"``; under a locale whose decimal point is not
+  ``.`` such a value is reported as an error, never misread. NaN and
+  infinite values are errors.
 
 Any problem raises :class:`~xmltree.exceptions.DataFormatError` carrying the
 file, the 1-based line number (the header is line 1) and what is wrong.
@@ -61,6 +68,9 @@ _PARSE_PROBLEMS = {
     ParseErrorCode.QID_TOKEN: "{token!r}: qid (ranking) tokens are not supported",
     ParseErrorCode.NO_FINAL_NEWLINE: (
         "the last line does not end with a newline (file truncated mid-line?)"
+    ),
+    ParseErrorCode.CONTROL_CHARACTER: (
+        "control character {value:#04x} in the row (only spaces and tabs separate tokens)"
     ),
 }
 
@@ -117,7 +127,7 @@ def _read_header(data: bytes, names: tuple[str, ...], path) -> tuple[list[int], 
         raise DataFormatError(
             "the header line does not end with a newline (file truncated?)", path=path, line=1
         )
-    tokens = data[:end].split()
+    tokens = _header_tokens(data[:end])
     expected = " ".join(names)
     if len(tokens) != len(names) or not all(token.isdigit() for token in tokens):
         shown = data[:end].decode("utf-8", errors="replace")[:80]
@@ -129,6 +139,15 @@ def _read_header(data: bytes, names: tuple[str, ...], path) -> tuple[list[int], 
                 f"header {name}={value} exceeds the supported {_MAX_DIMENSION}", path=path, line=1
             )
     return values, end + 1
+
+
+def _header_tokens(line: bytes) -> list[bytes]:
+    """Split a header line (without its '\n') at spaces and tabs, as the parser does.
+
+    ``bytes.split()`` would also split at vertical tabs and form feeds, which
+    are errors in the body; they stay inside a token here and fail its check.
+    """
+    return [token for token in line.removesuffix(b"\r").replace(b"\t", b" ").split(b" ") if token]
 
 
 def _check_row_count(n_rows: int, expected: int, first_line: int, path) -> None:
@@ -674,7 +693,7 @@ def _libsvm_header(data: bytes, path) -> tuple[list[int] | None, int]:
     """Detect an ``N D L`` header; return it (or None) and the body offset."""
     end = data.find(b"\n")
     first = data if end < 0 else data[:end]
-    tokens = first.split()
+    tokens = _header_tokens(first)
     if len(tokens) == 3 and b":" not in first and all(token.isdigit() for token in tokens):
         return _read_header(data, ("N", "D", "L"), path)
     return None, 0
