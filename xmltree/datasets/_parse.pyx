@@ -8,6 +8,7 @@
 
 from libc.math cimport isfinite
 from libc.stdlib cimport strtof
+from libc.string cimport memchr
 
 import numpy as np
 
@@ -15,15 +16,20 @@ cimport numpy as cnp
 
 cnp.import_array()
 
-# Ids are stored as int32; anything above this is rejected, not wrapped.
-cdef offset_t MAX_ID = 2147483647
-# Decimals without an exponent whose digits form an integer <= 2**24 with at
-# most 10 fraction digits are converted with one float32 division: both
-# operands are exact in float32 (10**10 = 2**10 * 5**10, 5**10 < 2**24) and
-# IEEE division rounds correctly, so the result equals strtof's. Other
-# numbers (exponents, more digits) go through strtof.
-cdef offset_t MAX_EXACT_MANTISSA = 16777216
-cdef offset_t MAX_EXACT_FRACTION_DIGITS = 10
+# Limits are enum constants, not module variables, so that the C compiler
+# sees them as literals: a variable would be reloaded after every store
+# through a pointer, since any store may alias a char buffer.
+cdef enum:
+    # Ids are stored as int32; anything above this is rejected, not wrapped.
+    MAX_ID = 2147483647
+    # Decimals without an exponent whose digits form an integer <= 2**24
+    # with at most 10 fraction digits are converted with one float32
+    # division: both operands are exact in float32 (10**10 = 2**10 * 5**10,
+    # 5**10 < 2**24) and IEEE division rounds correctly, so the result
+    # equals strtof's. Other numbers (exponents, more digits) go through
+    # strtof.
+    MAX_EXACT_MANTISSA = 16777216
+    MAX_EXACT_FRACTION_DIGITS = 10
 cdef float32_t[11] POWERS_OF_TEN = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10]
 
 
@@ -57,27 +63,36 @@ cdef inline offset_t fail(parse_error* error, int code, offset_t offset, offset_
     return -1
 
 
-cdef offset_t scan_line(const unsigned char* buf, offset_t pos, offset_t end, offset_t line,
-                        offset_t* content_end, parse_error* error) noexcept nogil:
-    """Find the '\\n' ending the line at `pos`; return its position, or -1.
+cdef inline offset_t find_line_end(const unsigned char* buf, offset_t pos,
+                                   offset_t end) noexcept nogil:
+    """Return the position of the first '\\n' in buf[pos:end], or -1."""
+    cdef const void* found = memchr(buf + pos, c'\n', end - pos)
+    return -1 if found == NULL else <offset_t>(<const unsigned char*>found - buf)
 
-    Sets `content_end` to where the row's text ends (before a CR of a CRLF).
-    Fails with CONTROL_CHARACTER at the first control byte other than a tab
-    or that CR; fails with NO_FINAL_NEWLINE if buf[pos:end] holds no '\\n'.
+
+cdef inline offset_t text_end(const unsigned char* buf, offset_t line_start,
+                              offset_t line_end) noexcept nogil:
+    """Where the text of the row ending at `line_end` ends: before a CRLF's CR."""
+    if line_end > line_start and buf[line_end - 1] == c'\r':
+        return line_end - 1
+    return line_end
+
+
+cdef void blame_control_character(const unsigned char* buf, offset_t pos, offset_t end,
+                                  parse_error* error) noexcept nogil:
+    """Report the first control byte of buf[pos:end], if any, instead of `error`.
+
+    No token grammar admits a control byte other than a tab, so a row that
+    holds one always fails; naming the byte is clearer than naming the token
+    it broke. Runs on the error path only, which keeps valid rows to one scan.
     """
-    cdef unsigned char c
     while pos < end:
-        c = buf[pos]
-        if c < c' ' and c != c'\t':
-            if c == c'\n':
-                content_end[0] = pos
-                return pos
-            if c == c'\r' and pos + 1 < end and buf[pos + 1] == c'\n':
-                content_end[0] = pos
-                return pos + 1
-            return fail(error, CONTROL_CHARACTER, pos, line, c)
+        if buf[pos] < c' ' and buf[pos] != c'\t':
+            error.code = CONTROL_CHARACTER
+            error.offset = pos
+            error.value = buf[pos]
+            return
         pos += 1
-    return fail(error, NO_FINAL_NEWLINE, end, line, 0)
 
 
 cdef inline offset_t scan_id(const unsigned char* buf, offset_t pos, offset_t end,
@@ -135,37 +150,39 @@ cdef inline bint is_qid(const unsigned char* buf, offset_t pos, offset_t end) no
 
 
 cdef inline offset_t scan_digits(const unsigned char* buf, offset_t pos, offset_t end,
-                                 decimal* number) noexcept nogil:
-    """Append the digits at `pos` to the mantissa; return the position after them."""
+                                 offset_t* mantissa) noexcept nogil:
+    """Append the digits at `pos` to `mantissa`; return the position after them."""
     while pos < end and is_digit(buf[pos]):
         # Saturate: past 2**24 the value is only ever compared with the limit.
-        if number.mantissa <= MAX_EXACT_MANTISSA:
-            number.mantissa = number.mantissa * 10 + (buf[pos] - c'0')
+        if mantissa[0] <= MAX_EXACT_MANTISSA:
+            mantissa[0] = mantissa[0] * 10 + (buf[pos] - c'0')
         pos += 1
     return pos
 
 
-cdef offset_t scan_decimal(const unsigned char* buf, offset_t pos, offset_t end,
-                           decimal* number) noexcept nogil:
+cdef inline offset_t scan_decimal(const unsigned char* buf, offset_t pos, offset_t end,
+                                  decimal* number) noexcept nogil:
     """Match `[+-]?(digits[.[digits]] | .digits)([eE][+-]?digits)?` at `pos`.
 
     Returns the position after the match, or -1 if there is none. Only this
     ASCII grammar is a value, whatever else strtof would accept (hexadecimal,
     a locale's decimal comma); `1_0` or non-ASCII digits never match.
     """
+    # Locals, not `number`'s fields, in the loops: writes through a pointer
+    # could alias the (char) buffer, which would keep them out of registers.
+    cdef offset_t mantissa = 0
+    cdef offset_t n_fraction = 0
+    cdef bint negative = pos < end and buf[pos] == c'-'
+    cdef bint has_exponent = False
     cdef offset_t digits_start, fraction_start, exponent_start
-    number.mantissa = 0
-    number.n_fraction = 0
-    number.negative = pos < end and buf[pos] == c'-'
-    number.has_exponent = False
     if pos < end and (buf[pos] == c'-' or buf[pos] == c'+'):
         pos += 1
     digits_start = pos
-    pos = scan_digits(buf, pos, end, number)
+    pos = scan_digits(buf, pos, end, &mantissa)
     if pos < end and buf[pos] == c'.':
         fraction_start = pos + 1
-        pos = scan_digits(buf, fraction_start, end, number)
-        number.n_fraction = pos - fraction_start
+        pos = scan_digits(buf, fraction_start, end, &mantissa)
+        n_fraction = pos - fraction_start
         if pos - digits_start == 1:
             return -1  # a lone '.'
     elif pos == digits_start:
@@ -179,7 +196,11 @@ cdef offset_t scan_decimal(const unsigned char* buf, offset_t pos, offset_t end,
             pos += 1
         if pos == exponent_start:
             return -1
-        number.has_exponent = True
+        has_exponent = True
+    number.mantissa = mantissa
+    number.n_fraction = n_fraction
+    number.negative = negative
+    number.has_exponent = has_exponent
     return pos
 
 
@@ -391,14 +412,16 @@ cdef offset_t parse_rows(const unsigned char* buf, offset_t start, offset_t end,
     """
     cdef offset_t pos = start
     cdef offset_t line = first_line
-    cdef offset_t line_end, content_end
+    cdef offset_t line_end, row_end
     out.feature_indptr[0] = 0
     out.label_indptr[0] = 0
     while pos < end:
-        line_end = scan_line(buf, pos, end, line, &content_end, error)
+        line_end = find_line_end(buf, pos, end)
         if line_end < 0:
-            return -1
-        if parse_line(buf, pos, content_end, labels_first, line, out, error) < 0:
+            return fail(error, NO_FINAL_NEWLINE, end, line, 0)
+        row_end = text_end(buf, pos, line_end)
+        if parse_line(buf, pos, row_end, labels_first, line, out, error) < 0:
+            blame_control_character(buf, pos, row_end, error)
             return -1
         pos = line_end + 1
         line += 1
