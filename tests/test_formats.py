@@ -129,6 +129,30 @@ def test_write_xc_accepts_label_lists_and_drops_stored_zeros(tmp_path):
     assert_same_matrix(Y_read, [[0, 1], [0, 0], [1, 1], [0, 0]])
 
 
+def wide_id_matrix(column, n_columns):
+    """One-entry CSR matrix with int64 indices, as built for ids beyond int32."""
+    return sp.csr_matrix(
+        (np.ones(1, np.float32), np.array([column], np.int64), np.array([0, 1], np.int64)),
+        shape=(1, n_columns),
+    )
+
+
+@pytest.mark.parametrize(
+    ("X", "Y", "words"),
+    [
+        (wide_id_matrix(2**32 + 1, 2**33), [[0]], "X: 8589934592 columns"),
+        (wide_id_matrix(2**32 + 1, 5), [[0]], "X: column id 4294967297"),
+        (np.zeros((0, 2**32), np.float32), np.zeros((0, 1)), "X: 4294967296 columns"),
+        (wide_id_matrix(0, 5), wide_id_matrix(2**31 + 3, 2**32), "Y: 4294967296 columns"),
+    ],
+)
+def test_write_xc_refuses_ids_that_do_not_fit_in_32_bits(tmp_path, X, Y, words):
+    # They used to be wrapped by the int32 conversion and written (2**32 + 1 as 1).
+    with pytest.raises(DataFormatError, match=words):
+        write_xc(tmp_path / "out.txt", X, Y)
+    assert not (tmp_path / "out.txt").exists()
+
+
 def test_write_xc_leaves_nothing_behind_when_it_fails(tmp_path, monkeypatch, rng):
     X, Y = random_problem(rng)
     path = tmp_path / "out.txt"

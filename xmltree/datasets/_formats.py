@@ -46,14 +46,13 @@ from .._atomic import atomic_write
 from .._base import check_int
 from .._validation import check_features, check_labels, make_csr
 from ..exceptions import DataFormatError
+from ._checks import MAX_DIMENSION, check_storable_ids
 from ._parse import ParseErrorCode, parse_sparse_rows
 
 __all__ = ["read_xc", "write_xc", "read_xc_split", "read_bow_pair", "read_libsvm", "read_arff"]
 
 logger = logging.getLogger(__name__)
 
-#: Largest feature or label count representable with int32 ids.
-_MAX_DIMENSION = 2**31 - 1
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 _PARSE_PROBLEMS = {
@@ -134,9 +133,9 @@ def _read_header(data: bytes, names: tuple[str, ...], path) -> tuple[list[int], 
         raise DataFormatError(f"header {shown!r} is not '{expected}'", path=path, line=1)
     values = [int(token) for token in tokens]
     for name, value in zip(names[1:], values[1:]):
-        if value > _MAX_DIMENSION:
+        if value > MAX_DIMENSION:
             raise DataFormatError(
-                f"header {name}={value} exceeds the supported {_MAX_DIMENSION}", path=path, line=1
+                f"header {name}={value} exceeds the supported {MAX_DIMENSION}", path=path, line=1
             )
     return values, end + 1
 
@@ -302,8 +301,11 @@ def write_xc(path, X, Y) -> None:
     Raises
     ------
     DataFormatError
-        If ``X`` or ``Y`` is invalid or their row counts differ.
+        If ``X`` or ``Y`` is invalid, their row counts differ, or they have
+        more columns than 32-bit ids can number.
     """
+    check_storable_ids(X, "X")
+    check_storable_ids(Y, "Y")
     X = _without_stored_zeros(check_features(X))
     Y = check_labels(Y, n_samples=X.shape[0])
     with atomic_write(path, "w", encoding="ascii", newline="\n") as handle:

@@ -18,6 +18,7 @@ import scipy.sparse as sp
 
 from .._validation import check_csr_structure, check_features
 from ..exceptions import DataFormatError
+from ._checks import check_storable_ids
 
 __all__ = ["write_csr_npy", "open_csr_npy"]
 
@@ -40,8 +41,10 @@ def write_csr_npy(directory, matrix) -> None:
     Raises
     ------
     DataFormatError
-        If ``matrix`` is not a valid finite 2-D matrix.
+        If ``matrix`` is not a valid finite 2-D matrix, or has more columns
+        than the int32 indices can number.
     """
+    check_storable_ids(matrix, "matrix")
     matrix = check_features(matrix, what="matrix")
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
