@@ -557,6 +557,14 @@ def test_read_arff_labels_first(tmp_path):
         ("{0 1}, {3}\n", 2, 10, "weights"),
         ("1,0,0,1,1\n", 3, 6, "must be declared {0,1}"),
         ("1,0,0,1,1\n", 6, None, "only 5 attributes"),
+        # Python's int() and float() accept these; the file formats do not.
+        ("{\u00b2 1}\n", 2, 10, "malformed sparse entry"),
+        ("{\uff11 1}\n", 2, 10, "malformed sparse entry"),
+        ("1_0,0,0,1,1\n", 2, 10, "'1_0' of attribute 'f0' is not a number"),
+        ("\u0661,0,0,1,1\n", 2, 10, "not a number"),
+        ("\uff11.5,0,0,1,1\n", 2, 10, "not a number"),
+        ("{0 0x1}\n", 2, 10, "not a number"),
+        ("{0 Infinity}\n", 2, 10, "NaN or infinite"),
     ],
 )
 def test_read_arff_reports_bad_input(tmp_path, data_rows, n_labels, line, words):
@@ -575,10 +583,12 @@ def test_read_arff_rejects_bad_headers_and_parameters(tmp_path):
     no_data = write_text(tmp_path, "b.arff", "@relation r\n@attribute a {0,1}\n")
     with pytest.raises(DataFormatError, match="no @data"):
         read_arff(no_data, n_labels=1)
-    nominal = "@relation r\n@attribute f {1,0}\n@attribute a {0,1}\n@data\n{1 1}\n"
-    with pytest.raises(DataFormatError, match="first value '1'") as info:
-        read_arff(write_text(tmp_path, "c.arff", nominal), n_labels=1)
-    assert info.value.line == 5
+    for first in ("1", "\uff10"):
+        nominal = f"@relation r\n@attribute f {{{first},0}}\n@attribute a {{0,1}}\n@data\n"
+        nominal += "{1 1}\n"
+        with pytest.raises(DataFormatError, match=f"first value '{first}'") as info:
+            read_arff(write_text(tmp_path, "c.arff", nominal), n_labels=1)
+        assert info.value.line == 5
     with pytest.raises(ValueError, match="n_labels"):
         read_arff(path, n_labels=0)
 

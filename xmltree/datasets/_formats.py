@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 from pathlib import Path
 
 import numpy as np
@@ -774,6 +775,17 @@ def read_arff(path, n_labels: int, labels_first: bool = False):
     return _arff_matrices(rows, roles)
 
 
+#: The numbers of the text formats: ASCII decimals, the compiled parser's
+#: grammar. float() alone would also take "1_0", other scripts' digits,
+#: surrounding white space, NaN and infinities.
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def _decimal(text: str) -> float | None:
+    """``text`` as a float if it is an ASCII decimal, else None."""
+    return float(text) if _DECIMAL.fullmatch(text) else None
+
+
 class _ArffAttribute:
     """One ``@attribute`` declaration: name, nominal values (None if numeric), line."""
 
@@ -791,17 +803,17 @@ class _ArffAttribute:
             raise DataFormatError(
                 f"{text!r} is not a declared value of attribute {self.name!r}", path, line
             )
-        try:
-            number = float(text)
-        except ValueError:
+        number = _decimal(text)
+        if number is None and text.lstrip("+-").lower() not in ("nan", "inf", "infinity"):
             raise DataFormatError(
                 f"value {text!r} of attribute {self.name!r} is not a number", path, line
-            ) from None
-        if not abs(number) <= _FLOAT32_MAX:  # also catches NaN
+            )
+        if number is None or not abs(number) <= _FLOAT32_MAX:
             raise DataFormatError(
                 f"value {text!r} is NaN or infinite (or beyond the float32 range)", path, line
             )
         return number
+
 
 
 def _unquote(text: str) -> str:
@@ -881,11 +893,7 @@ def _sparse_default_problem(attributes) -> str | None:
         if attribute.nominal is None:
             continue
         first = attribute.nominal[0]
-        try:
-            is_zero = float(first) == 0
-        except ValueError:
-            is_zero = False
-        if not is_zero:
+        if _decimal(first) != 0:
             return (
                 f"sparse rows imply the first value {first!r} of nominal attribute "
                 f"{attribute.name!r} when it is omitted; only 0 is supported"
@@ -930,7 +938,8 @@ def _sparse_arff_pairs(text: str, number: int, n_attributes: int, path):
     pairs, seen = [], set()
     for item in body.split(",") if body else []:
         parts = item.split(None, 1)
-        if len(parts) != 2 or not parts[0].isdigit():
+        # isdigit() alone would take other scripts' digits, and '²'.
+        if len(parts) != 2 or not (parts[0].isascii() and parts[0].isdigit()):
             raise DataFormatError(f"malformed sparse entry {item.strip()!r}", path, number)
         index = int(parts[0])
         if index >= n_attributes:
