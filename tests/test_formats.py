@@ -12,8 +12,10 @@ from xmltree.datasets import (
     read_arff,
     read_bow_pair,
     read_libsvm,
+    read_predictions,
     read_xc,
     read_xc_split,
+    write_predictions,
     write_xc,
 )
 from xmltree.exceptions import DataFormatError
@@ -508,6 +510,74 @@ def test_read_bow_pair_reports_bad_input(
     assert info.value.path == str(tmp_path / bad_file)
     assert info.value.line == line
     assert words in info.value.problem
+
+
+# --------------------------------------------------------------------------
+# Size and index arguments
+# --------------------------------------------------------------------------
+
+
+def size_argument_calls(tmp_path):
+    """``name -> call(value)`` for every size or index argument of the readers and writers."""
+    xc = write_text(tmp_path, "data.txt", XC_TEXT)
+    split = write_text(tmp_path, "split.txt", "1 2\n")
+    arff = write_text(tmp_path, "a.arff", ARFF_HEADER + "1.5,0,0,1,1\n")
+    predictions = write_text(tmp_path, "p.txt", "1 3\n1:0.5\n")
+    labels, scores = np.array([[1]]), np.array([[0.5]])
+    return {
+        "read_xc n_features": lambda value: read_xc(xc, n_features=value),
+        "read_xc n_labels": lambda value: read_xc(xc, n_labels=value),
+        "read_libsvm n_features": lambda value: read_libsvm(xc, n_features=value),
+        "read_libsvm n_labels": lambda value: read_libsvm(xc, n_labels=value),
+        "iter_xc_chunks chunk_size": lambda value: list(iter_xc_chunks(xc, value)),
+        "read_xc_split column": lambda value: read_xc_split(xc, split, value),
+        "read_arff n_labels": lambda value: read_arff(arff, n_labels=value),
+        "read_predictions n_labels": lambda value: read_predictions(predictions, value),
+        "write_predictions n_labels": lambda value: write_predictions(
+            tmp_path / "out.txt", labels, scores, value
+        ),
+    }
+
+
+SIZE_ARGUMENTS = [
+    "read_xc n_features",
+    "read_xc n_labels",
+    "read_libsvm n_features",
+    "read_libsvm n_labels",
+    "iter_xc_chunks chunk_size",
+    "read_xc_split column",
+    "read_arff n_labels",
+    "read_predictions n_labels",
+    "write_predictions n_labels",
+]
+
+
+@pytest.mark.parametrize("argument", SIZE_ARGUMENTS)
+@pytest.mark.parametrize("value", [3.7, 2.0, "5", True, None, -1, 2**31, 2**70])
+def test_size_arguments_must_be_integers_in_range(tmp_path, argument, value):
+    # 3.7 used to be truncated to 3, '5' raised TypeError, True read column 1.
+    if value is None and argument.split()[1] in ("n_features", "n_labels"):
+        if argument != "read_arff n_labels" and not argument.startswith("write_"):
+            pytest.skip("None is the documented default")
+    if argument == "iter_xc_chunks chunk_size" and value in (2**31, 2**70):
+        pytest.skip("any chunk size is fine (see the next test)")
+    call = size_argument_calls(tmp_path)[argument]
+    with pytest.raises(ValueError, match=argument.split()[1]) as info:
+        call(value)
+    assert not isinstance(info.value, DataFormatError)
+
+
+def test_chunks_larger_than_the_file_hold_the_whole_file(tmp_path):
+    path = write_text(tmp_path, "data.txt", XC_TEXT)
+    # More lines than islice can count: used to raise islice's own ValueError.
+    ((n_rows, X),) = list(iter_xc_chunks(path, 2**70))
+    assert_same_matrix(X, read_xc(path)[0])
+
+
+@pytest.mark.parametrize("argument", SIZE_ARGUMENTS)
+def test_size_arguments_accept_numpy_integers(tmp_path, argument):
+    value = np.int64({"read_xc_split column": 1, "read_arff n_labels": 2}.get(argument, 9))
+    size_argument_calls(tmp_path)[argument](value)
 
 
 # --------------------------------------------------------------------------

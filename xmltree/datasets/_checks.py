@@ -20,13 +20,13 @@ __all__ = ["MAX_DIMENSION", "check_dimension", "check_storable_ids"]
 MAX_DIMENSION = 2**31 - 1
 
 
-def check_dimension(name: str, value, low: int = 0) -> None:
-    """Raise ``ValueError`` unless ``value`` is None or an integer in ``[low, MAX_DIMENSION]``.
+def check_dimension(name: str, value, low: int = 0, *, optional: bool = False) -> None:
+    """Raise ``ValueError`` unless ``value`` is an integer in ``[low, MAX_DIMENSION]``.
 
     Python and NumPy integers are accepted; bools, floats (``3.7`` is never
-    truncated) and strings are not.
+    truncated) and strings are not, nor None unless ``optional``.
     """
-    if value is not None:
+    if value is not None or not optional:
         check_int(name, value, low, MAX_DIMENSION)
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import itertools
 import logging
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -47,7 +48,7 @@ from .._atomic import atomic_write
 from .._base import check_int
 from .._validation import check_features, check_labels, make_csr
 from ..exceptions import DataFormatError
-from ._checks import MAX_DIMENSION, check_storable_ids
+from ._checks import MAX_DIMENSION, check_dimension, check_storable_ids
 from ._parse import ParseErrorCode, parse_sparse_rows
 
 __all__ = ["read_xc", "write_xc", "read_xc_split", "read_bow_pair", "read_libsvm", "read_arff"]
@@ -234,7 +235,12 @@ def read_xc(path, *, n_features: int | None = None, n_labels: int | None = None)
     DataFormatError
         If the header disagrees with the rows (row count, an id >= D or >= L),
         or a row is malformed (see the module documentation).
+    ValueError
+        If ``n_features`` or ``n_labels`` is not None or an integer in
+        ``[0, 2**31 - 1]``.
     """
+    check_dimension("n_features", n_features, optional=True)
+    check_dimension("n_labels", n_labels, optional=True)
     data = _read_bytes(path)
     (n_rows, n_declared_features, n_declared_labels), start = _read_header(
         data, ("N", "D", "L"), path
@@ -396,7 +402,8 @@ def iter_xc_chunks(path, chunk_size: int):
         (n_rows, n_features, n_labels), _ = _read_header(header, ("N", "D", "L"), path)
         rows_read = 0
         while True:
-            block = b"".join(itertools.islice(handle, chunk_size))
+            # islice takes at most sys.maxsize lines, more than any file has.
+            block = b"".join(itertools.islice(handle, min(chunk_size, sys.maxsize)))
             if not block:
                 break
             first_line = 2 + rows_read
@@ -439,9 +446,13 @@ def read_xc_split(data_path, split_path, column: int):
     Raises
     ------
     DataFormatError
-        If the data file is malformed, ``column`` is out of range, the split
-        file is ragged or has a non-integer or out-of-range row id.
+        If the data file is malformed, ``column`` is beyond the split file's
+        columns, the split file is ragged or has a non-integer or
+        out-of-range row id.
+    ValueError
+        If ``column`` is not an integer in ``[0, 2**31 - 1]``.
     """
+    check_dimension("column", column)
     X, Y = read_xc(data_path)
     rows = _read_split_column(split_path, column, X.shape[0])
     return _select_rows(X, rows), _select_rows(Y, rows)
@@ -567,8 +578,10 @@ def write_predictions(path, labels: np.ndarray, scores: np.ndarray, n_labels: in
     Raises
     ------
     ValueError
-        If the arrays disagree in shape or hold a label outside ``[-1, n_labels)``.
+        If the arrays disagree in shape or hold a label outside ``[-1, n_labels)``,
+        or ``n_labels`` is not an integer in ``[0, 2**31 - 1]``.
     """
+    check_dimension("n_labels", n_labels)
     labels = np.asarray(labels)
     scores = np.asarray(scores, dtype=np.float32)
     if labels.ndim != 2 or labels.shape != scores.shape:
@@ -613,7 +626,10 @@ def read_predictions(path, n_labels: int | None = None) -> sp.csr_matrix:
     ------
     DataFormatError
         If the file is malformed (see :func:`read_bow_pair`).
+    ValueError
+        If ``n_labels`` is not None or an integer in ``[0, 2**31 - 1]``.
     """
+    check_dimension("n_labels", n_labels, optional=True)
     scores, _ = _read_bow_file(path, "L", "label")
     n_columns = _widened(scores.shape[1], n_labels, "n_labels", path)
     return _csr(scores.indptr, scores.indices, scores.data, n_columns)
@@ -664,8 +680,11 @@ def read_libsvm(
         On malformed rows, ids out of range, feature id 0 with
         ``zero_based=False``, or a header that disagrees with the rows.
     ValueError
-        If ``zero_based`` is not True, False or "auto".
+        If ``zero_based`` is not True, False or "auto", or ``n_features`` or
+        ``n_labels`` is not None or an integer in ``[0, 2**31 - 1]``.
     """
+    check_dimension("n_features", n_features, optional=True)
+    check_dimension("n_labels", n_labels, optional=True)
     if zero_based not in (True, False, "auto"):
         raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
     data = _read_bytes(path)
@@ -757,10 +776,9 @@ def read_arff(path, n_labels: int, labels_first: bool = False):
     DataFormatError
         On malformed declarations or rows, with the offending line number.
     ValueError
-        If ``n_labels`` is not a positive integer.
+        If ``n_labels`` is not an integer in ``[1, 2**31 - 1]``.
     """
-    if isinstance(n_labels, bool) or not isinstance(n_labels, (int, np.integer)) or n_labels < 1:
-        raise ValueError(f"n_labels must be a positive integer, got {n_labels!r}")
+    check_dimension("n_labels", n_labels, low=1)
     # Undecodable bytes become U+FFFD and then fail as bad names or values.
     with open(path, encoding="utf-8", errors="replace") as handle:
         lines = enumerate(handle, start=1)
