@@ -605,6 +605,18 @@ def test_read_arff_dense_and_sparse_rows(tmp_path):
     assert_same_matrix(Y, [[1, 1], [0, 1], [0, 0], [0, 0]])
 
 
+@pytest.mark.parametrize(
+    ("text", "value"), [("3.4028235e+38", 3.4028235e38), ("-3.40282356e38", -3.4028235e38)]
+)
+def test_read_arff_takes_values_that_round_to_the_largest_float32(tmp_path, text, value):
+    # They used to be refused as beyond the float32 range; the text parser
+    # (strtof) has always taken them.
+    row = f"{text},0,0,1,1\n"
+    X, _ = read_arff(write_text(tmp_path, "a.arff", ARFF_HEADER + row), n_labels=2)
+    X_text, _ = read_xc(write_text(tmp_path, "a.txt", f"1 1 1\n0:{text}\n"))
+    assert X[0, 0] == X_text[0, 0] == np.float32(value)
+
+
 def test_read_arff_labels_first(tmp_path):
     text = "@relation r\n@attribute a {0,1}\n@attribute b {0,1}\n@attribute x numeric\n"
     text += "@data\n1,0,3\n{1 1, 2 4}\n"
@@ -622,6 +634,7 @@ def test_read_arff_labels_first(tmp_path):
         ("x,0,0,1,1\n", 2, 10, "not a number"),
         ("nan,0,0,1,1\n", 2, 10, "NaN"),
         ("1e39,0,0,1,1\n", 2, 10, "float32 range"),
+        ("3.4028236e38,0,0,1,1\n", 2, 10, "float32 range"),
         ("{5 1}\n", 2, 10, "out of range"),
         ("{0 1, 0 2}\n", 2, 10, "twice"),
         ("{0 1}, {3}\n", 2, 10, "weights"),

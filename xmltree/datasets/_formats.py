@@ -55,7 +55,9 @@ __all__ = ["read_xc", "write_xc", "read_xc_split", "read_bow_pair", "read_libsvm
 
 logger = logging.getLogger(__name__)
 
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
+#: The smallest magnitude that rounds to infinity in float32: halfway from the
+#: largest float32 to 2**128, where round-half-to-even goes up.
+_FLOAT32_OVERFLOW = 2.0**128 - 2.0**103
 
 _PARSE_PROBLEMS = {
     ParseErrorCode.BAD_LABEL_LIST: "malformed label list {token!r} (expected ids like 3,17,42)",
@@ -826,7 +828,7 @@ class _ArffAttribute:
             raise DataFormatError(
                 f"value {text!r} of attribute {self.name!r} is not a number", path, line
             )
-        if number is None or not abs(number) <= _FLOAT32_MAX:
+        if number is None or not abs(number) < _FLOAT32_OVERFLOW:
             raise DataFormatError(
                 f"value {text!r} is NaN or infinite (or beyond the float32 range)", path, line
             )
