@@ -448,7 +448,7 @@ def test_read_libsvm_rejects_unknown_zero_based(tmp_path):
 
 def test_read_xc_split_selects_rows_in_file_order(tmp_path):
     data = write_text(tmp_path, "data.txt", XC_TEXT)
-    split = write_text(tmp_path, "split.txt", "3 1\n1 6\n5 2\n")
+    split = write_text(tmp_path, "split.txt", "3 1\n1\t6\r\n5  2\n")
     X_all, Y_all = read_xc(data)
     for column, rows in ((0, [2, 0, 4]), (1, [0, 5, 1])):
         X, Y = read_xc_split(data, split, column)
@@ -466,6 +466,8 @@ def test_read_xc_split_selects_rows_in_file_order(tmp_path):
         ("1 2\n3\n", 0, 2, "ragged"),
         ("1 2\n3 4\n\n", 0, 3, "ragged"),
         ("1 2\n3 x\n", 1, 2, "'x'"),
+        ("1 2\n3\x0b4\n", 0, 2, "ragged"),
+        ("1 2\n\r3 4\n", 0, 2, "'\\r3'"),
     ],
 )
 def test_read_xc_split_rejects_bad_split_files(tmp_path, split_text, column, line, words):

@@ -130,7 +130,7 @@ def _read_header(data: bytes, names: tuple[str, ...], path) -> tuple[list[int], 
         raise DataFormatError(
             "the header line does not end with a newline (file truncated?)", path=path, line=1
         )
-    tokens = _header_tokens(data[:end])
+    tokens = _blank_tokens(data[:end])
     expected = " ".join(names)
     if len(tokens) != len(names) or not all(token.isdigit() for token in tokens):
         shown = data[:end].decode("utf-8", errors="replace")[:80]
@@ -144,11 +144,12 @@ def _read_header(data: bytes, names: tuple[str, ...], path) -> tuple[list[int], 
     return values, end + 1
 
 
-def _header_tokens(line: bytes) -> list[bytes]:
-    """Split a header line (without its '\n') at spaces and tabs, as the parser does.
+def _blank_tokens(line: bytes) -> list[bytes]:
+    """Split a line (without its '\n') at spaces and tabs, as the parser does.
 
-    ``bytes.split()`` would also split at vertical tabs and form feeds, which
-    are errors in the body; they stay inside a token here and fail its check.
+    ``bytes.split()`` would also split at vertical tabs, form feeds and lone
+    CRs, which are errors in a row; they stay inside a token here and fail
+    its check. A CR ending the line (CRLF) is dropped.
     """
     return [token for token in line.removesuffix(b"\r").replace(b"\t", b" ").split(b" ") if token]
 
@@ -473,7 +474,7 @@ def _read_split_column(split_path, column: int, n_rows: int) -> np.ndarray:
     # Bytes, so that isdigit() accepts ASCII digits only.
     with open(split_path, "rb") as lines:
         for line_number, line in enumerate(lines, start=1):
-            tokens = line.split()
+            tokens = _blank_tokens(line.removesuffix(b"\n"))
             if n_columns is None:
                 n_columns = len(tokens)
                 if not 0 <= column < n_columns:
@@ -717,7 +718,7 @@ def _libsvm_header(data: bytes, path) -> tuple[list[int] | None, int]:
     """Detect an ``N D L`` header; return it (or None) and the body offset."""
     end = data.find(b"\n")
     first = data if end < 0 else data[:end]
-    tokens = _header_tokens(first)
+    tokens = _blank_tokens(first)
     if len(tokens) == 3 and b":" not in first and all(token.isdigit() for token in tokens):
         return _read_header(data, ("N", "D", "L"), path)
     return None, 0
