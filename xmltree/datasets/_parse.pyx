@@ -115,7 +115,7 @@ cdef inline int id_problem(const unsigned char* buf, offset_t start, offset_t id
                            offset_t end, offset_t value, int malformed_code) noexcept nogil:
     """Classify the id scanned from `start` to `id_end`: PARSE_OK or an error code."""
     if id_end == start:
-        if buf[start] == c'-' and start + 1 < end and is_digit(buf[start + 1]):
+        if end - start >= 2 and buf[start] == c'-' and is_digit(buf[start + 1]):
             return NEGATIVE_ID
         return malformed_code
     if value > MAX_ID:
