@@ -251,8 +251,8 @@ def row_layout(draw):
     return separator, line_end, shuffle
 
 
-def sparse_lines(X, Y, layout, *, labels: bool) -> list[str]:
-    """Rows ``l1,l2 f:v f:v`` (or ``f:v`` only when ``labels`` is False)."""
+def sparse_lines(X, layout, Y=None) -> list[str]:
+    """Rows ``f:v f:v`` of ``X``, led by the label list ``l1,l2`` of ``Y`` if given."""
     separator, _, shuffle = layout
     lines = []
     for row in range(X.shape[0]):
@@ -260,7 +260,7 @@ def sparse_lines(X, Y, layout, *, labels: bool) -> list[str]:
         if shuffle:
             columns = columns[::-1]
         tokens = [f"{c}:{value_text(X[row, c])}" for c in columns]
-        if labels:
+        if Y is not None:
             # An empty label list leaves the line starting with the separator.
             tokens.insert(0, ",".join(str(c) for c in np.flatnonzero(Y[row])))
         lines.append(separator.join(tokens))
@@ -268,6 +268,7 @@ def sparse_lines(X, Y, layout, *, labels: bool) -> list[str]:
 
 
 def text_file(header: str | None, lines: list[str], line_end: str) -> bytes:
+    """The optional header and the lines, each ended by ``line_end``."""
     body = [header] if header is not None else []
     return "".join(line + line_end for line in body + lines).encode()
 
@@ -390,10 +391,17 @@ def maybe_mutated(draw, content: bytes) -> tuple[bytes, bool]:
     return mutate(content, mutations), bool(mutations)
 
 
+def bow_bytes(matrix: np.ndarray, layout) -> bytes:
+    """A BoW (or prediction) file: header ``N D``, then rows of ``id:value``."""
+    n_rows, n_columns = matrix.shape
+    lines = sparse_lines(matrix, layout)
+    return text_file(f"{n_rows} {n_columns}", lines, layout[1])
+
+
 def xc_bytes(m: Matrices, layout, *, header: bool = True) -> bytes:
     n_rows, n_features = m.X.shape
     top = f"{n_rows} {n_features} {m.Y.shape[1]}" if header else None
-    return text_file(top, sparse_lines(m.X, m.Y, layout, labels=True), layout[1])
+    return text_file(top, sparse_lines(m.X, layout, m.Y), layout[1])
 
 
 @st.composite
@@ -483,15 +491,8 @@ def read_split_case(paths, options):
 @st.composite
 def bow_cases(draw):
     m, layout = draw(matrices()), draw(row_layout())
-    n_rows, n_features = m.X.shape
-    features = text_file(
-        f"{n_rows} {n_features}", sparse_lines(m.X, m.Y, layout, labels=False), layout[1]
-    )
-    labels = text_file(
-        f"{n_rows} {m.Y.shape[1]}", sparse_lines(m.Y, m.Y, layout, labels=False), layout[1]
-    )
-    features, features_mutated = maybe_mutated(draw, features)
-    labels, labels_mutated = maybe_mutated(draw, labels)
+    features, features_mutated = maybe_mutated(draw, bow_bytes(m.X, layout))
+    labels, labels_mutated = maybe_mutated(draw, bow_bytes(m.Y, layout))
     expected = None if features_mutated or labels_mutated else m
     return {"X.txt": features, "Y.txt": labels}, {}, expected
 
@@ -505,11 +506,7 @@ def read_bow_case(paths, options):
 @st.composite
 def prediction_cases(draw):
     m, layout = draw(matrices()), draw(row_layout())
-    n_rows, n_labels = m.X.shape
-    content = text_file(
-        f"{n_rows} {n_labels}", sparse_lines(m.X, m.Y, layout, labels=False), layout[1]
-    )
-    content, mutated = maybe_mutated(draw, content)
+    content, mutated = maybe_mutated(draw, bow_bytes(m.X, layout))
     return {"p.txt": content}, {}, None if mutated else m
 
 
@@ -676,11 +673,7 @@ def control_character_cases(draw):
     """
     reader = draw(st.sampled_from(sorted(LINE_READERS)))
     m, layout = draw(matrices(min_rows=1)), draw(row_layout())
-    if reader == "read_predictions":
-        header = f"{m.X.shape[0]} {m.X.shape[1]}"
-        content = text_file(header, sparse_lines(m.X, m.Y, layout, labels=False), layout[1])
-    else:
-        content = xc_bytes(m, layout)
+    content = bow_bytes(m.X, layout) if reader == "read_predictions" else xc_bytes(m, layout)
     lines = content.split(b"\n")
     row = draw(st.integers(1, len(lines) - 2))
     at = draw(st.integers(0, len(lines[row])))
