@@ -689,8 +689,18 @@ def test_predictions_file_rejects_bad_arrays_and_widens_on_read(tmp_path):
         write_predictions(path, np.array([[3]]), np.array([[1.0]]), n_labels=3)
     with pytest.raises(ValueError, match="shapes"):
         write_predictions(path, np.array([[0, 1]]), np.array([[1.0]]), n_labels=3)
+    # Each of these used to be written, and then refused by read_predictions.
+    for labels, scores, words in [
+        ([[1.7]], [[0.5]], "integer label ids"),
+        ([[True]], [[0.5]], "integer label ids"),
+        ([[1, 2, 1]], [[0.5, 0.4, 0.3]], "more than once"),
+        ([[1]], [[np.nan]], "finite"),
+        ([[1]], [[1e39]], "finite"),
+    ]:
+        with pytest.raises(ValueError, match=words):
+            write_predictions(path, np.array(labels), np.array(scores), n_labels=3)
     assert not path.exists()
-    write_predictions(path, np.array([[1, -1]]), np.array([[0.5, 0.0]]), n_labels=3)
+    write_predictions(path, np.array([[1, -1, -1]]), np.array([[0.5, -np.inf, 0]]), n_labels=3)
     assert path.read_text() == "1 3\n1:0.5\n"
     assert read_predictions(path, n_labels=7).shape == (1, 7)
     with pytest.raises(DataFormatError, match="n_labels"):

@@ -581,21 +581,37 @@ def write_predictions(path, labels: np.ndarray, scores: np.ndarray, n_labels: in
     Raises
     ------
     ValueError
-        If the arrays disagree in shape or hold a label outside ``[-1, n_labels)``,
-        or ``n_labels`` is not an integer in ``[0, 2**31 - 1]``.
+        If the arrays disagree in shape, ``n_labels`` is not an integer in
+        ``[0, 2**31 - 1]``, or the file could not be read back: labels that
+        are not integers in ``[-1, n_labels)``, a label twice in a row, or a
+        NaN or infinite score (also after rounding to float32) for a label.
     """
     check_dimension("n_labels", n_labels)
     labels = np.asarray(labels)
-    scores = np.asarray(scores, dtype=np.float32)
+    # Scores beyond the float32 range become infinite here, refused below.
+    with np.errstate(over="ignore"):
+        scores = np.asarray(scores, dtype=np.float32)
     if labels.ndim != 2 or labels.shape != scores.shape:
         raise ValueError(
             f"labels {labels.shape} and scores {scores.shape} must be equal 2-D shapes"
         )
-    if labels.size and (labels.min() < -1 or labels.max() >= n_labels):
-        raise ValueError(f"label ids must lie in [-1, {n_labels})")
+    _check_ranked_labels(labels, scores, n_labels)
     with atomic_write(path, "w", encoding="ascii", newline="\n") as handle:
         handle.write(f"{labels.shape[0]} {n_labels}\n")
         handle.write(_prediction_lines(labels, scores))
+
+
+def _check_ranked_labels(labels: np.ndarray, scores: np.ndarray, n_labels: int) -> None:
+    """Raise ``ValueError`` unless ``read_predictions`` could read these rows back."""
+    if labels.dtype.kind not in "iu":
+        raise ValueError(f"labels must be integer label ids, got dtype {labels.dtype}")
+    if labels.size and (labels.min() < -1 or labels.max() >= n_labels):
+        raise ValueError(f"label ids must lie in [-1, {n_labels})")
+    ranked = np.sort(labels, axis=1)
+    if np.any((ranked[:, 1:] == ranked[:, :-1]) & (ranked[:, 1:] >= 0)):
+        raise ValueError("a label appears more than once in a row of labels")
+    if not np.isfinite(scores[labels >= 0]).all():
+        raise ValueError("scores of predicted labels must be finite float32 numbers")
 
 
 def _prediction_lines(labels: np.ndarray, scores: np.ndarray) -> str:
