@@ -292,8 +292,11 @@ def time_limit(seconds: float):
         faulthandler.cancel_dump_traceback_later()
 
 
-def check_canonical(matrix, n_rows: int | None, what: str) -> None:
-    """Assert the canonical CSR layout every reader promises."""
+def check_canonical(matrix, n_rows: int | None, what: str, zeros_allowed: bool = False) -> None:
+    """Assert the canonical CSR layout every reader promises.
+
+    Text readers drop explicit zeros; ``.npy`` files keep what was stored.
+    """
     assert sp.isspmatrix_csr(matrix), f"{what}: not CSR"
     assert matrix.dtype == np.float32, f"{what}: dtype {matrix.dtype}"
     indptr, indices, data = matrix.indptr, matrix.indices, matrix.data
@@ -310,6 +313,7 @@ def check_canonical(matrix, n_rows: int | None, what: str) -> None:
     within[row_starts[(row_starts > 0) & (row_starts < indices.size)] - 1] = False
     assert np.all(increasing | ~within), f"{what}: ids not strictly increasing in a row"
     assert np.all(np.isfinite(data)), f"{what}: non-finite values"
+    assert zeros_allowed or np.all(data != 0), f"{what}: zeros stored"
 
 
 def check_same(matrix, expected: np.ndarray, what: str) -> None:
@@ -340,7 +344,8 @@ class Surface:
     name: str
     cases: st.SearchStrategy
     read: Callable
-    line_based: bool = True
+    #: A line-based text format: errors name a line, zeros are never stored.
+    text_format: bool = True
     counts: collections.Counter = field(default_factory=collections.Counter)
 
 
@@ -356,18 +361,18 @@ def check_case(surface: Surface, files: dict, options: dict, expected) -> None:
         except DataFormatError as error:
             surface.counts["rejected"] += 1
             assert expected is None, f"a valid file was rejected: {error}"
-            check_blame(error, paths, files, surface.line_based, directory)
+            check_blame(error, paths, files, surface.text_format, directory)
             return
         surface.counts["accepted"] += 1
         for name, (matrix, n_rows) in result.items():
-            check_canonical(matrix, n_rows, f"{surface.name} {name}")
+            check_canonical(matrix, n_rows, f"{surface.name} {name}", not surface.text_format)
         if expected is not None:
             for name in set(result) & {"X", "Y"}:
                 check_same(result[name][0], getattr(expected, name), f"{surface.name} {name}")
 
 
 def check_blame(
-    error: DataFormatError, paths: dict, files: dict, line_based: bool, directory: str
+    error: DataFormatError, paths: dict, files: dict, text_format: bool, directory: str
 ) -> None:
     """Assert a DataFormatError names one of the files (and a line inside it)."""
     named = {str(path): name for name, path in paths.items()}
@@ -375,7 +380,7 @@ def check_blame(
         assert directory in str(error), f"the error names no file: {error}"
         return
     assert error.path in named, f"the error names {error.path}, not a file read"
-    if line_based and error.line is not None:
+    if text_format and error.line is not None:
         n_lines = files[named[error.path]].count(b"\n") + 1
         assert 1 <= error.line <= n_lines + 1, f"line {error.line} of {n_lines}: {error}"
 
@@ -399,6 +404,7 @@ def bow_bytes(matrix: np.ndarray, layout) -> bytes:
 
 
 def xc_bytes(m: Matrices, layout, *, header: bool = True) -> bytes:
+    """An XC file (header ``N D L`` unless told not to) holding ``m``."""
     n_rows, n_features = m.X.shape
     top = f"{n_rows} {n_features} {m.Y.shape[1]}" if header else None
     return text_file(top, sparse_lines(m.X, layout, m.Y), layout[1])
@@ -406,6 +412,7 @@ def xc_bytes(m: Matrices, layout, *, header: bool = True) -> bytes:
 
 @st.composite
 def xc_cases(draw):
+    """An XC file, mutated in most cases."""
     m, layout = draw(matrices()), draw(row_layout())
     content, mutated = maybe_mutated(draw, xc_bytes(m, layout))
     return {"data.txt": content}, {}, None if mutated else m
@@ -418,6 +425,7 @@ def header_rows(content: bytes) -> int | None:
 
 
 def read_xc_case(paths, options):
+    """read_xc; both matrices have the header's row count."""
     X, Y = read_xc(paths["data.txt"])
     n_rows = header_rows(paths["data.txt"].read_bytes())
     return {"X": (X, n_rows), "Y": (Y, n_rows)}
@@ -425,6 +433,7 @@ def read_xc_case(paths, options):
 
 @st.composite
 def libsvm_cases(draw):
+    """A libsvm file with or without header, read with any index base."""
     m, layout = draw(matrices()), draw(row_layout())
     header = draw(st.booleans())
     zero_based = draw(st.sampled_from([True, False, "auto"]))
@@ -436,6 +445,7 @@ def libsvm_cases(draw):
 
 
 def read_libsvm_case(paths, options):
+    """read_libsvm; each body line is one row."""
     path = paths["data.txt"]
     X, Y = read_libsvm(path, **options)
     n_lines = path.read_bytes().count(b"\n")
@@ -445,11 +455,13 @@ def read_libsvm_case(paths, options):
 
 @st.composite
 def chunk_cases(draw):
+    """An XC file read in chunks of 1 to 4 rows."""
     files, _, expected = draw(xc_cases())
     return files, {"chunk_size": draw(st.integers(1, 4))}, expected
 
 
 def read_chunks_case(paths, options):
+    """iter_xc_chunks; full chunks, then the rows of the header."""
     path, chunk_size = paths["data.txt"], options["chunk_size"]
     chunks = [X for _, X in iter_xc_chunks(path, chunk_size)]
     assert all(X.shape[0] == chunk_size for X in chunks[:-1]), "a short chunk before the last"
@@ -462,6 +474,7 @@ def read_chunks_case(paths, options):
 
 @st.composite
 def split_cases(draw):
+    """An XC file and a split file of 1-based row ids, either mutated."""
     m, layout = draw(matrices(min_rows=1, max_rows=4)), draw(row_layout())
     data, _ = maybe_mutated(draw, xc_bytes(m, layout))
     n_rows, n_columns = m.X.shape[0], draw(st.integers(1, 3))
@@ -481,6 +494,7 @@ def split_cases(draw):
 
 
 def read_split_case(paths, options):
+    """read_xc_split; one row per line of the split file."""
     X, Y = read_xc_split(paths["data.txt"], paths["split.txt"], options["column"])
     # Every line of the split file (ended by '\n' only) selects one row.
     content = paths["split.txt"].read_bytes()
@@ -490,6 +504,7 @@ def read_split_case(paths, options):
 
 @st.composite
 def bow_cases(draw):
+    """A BoW pair (features and labels files), either mutated."""
     m, layout = draw(matrices()), draw(row_layout())
     features, features_mutated = maybe_mutated(draw, bow_bytes(m.X, layout))
     labels, labels_mutated = maybe_mutated(draw, bow_bytes(m.Y, layout))
@@ -498,6 +513,7 @@ def bow_cases(draw):
 
 
 def read_bow_case(paths, options):
+    """read_bow_pair; both matrices have the header's row count."""
     X, Y = read_bow_pair(paths["X.txt"], paths["Y.txt"])
     n_rows = header_rows(paths["X.txt"].read_bytes())
     return {"X": (X, n_rows), "Y": (Y, n_rows)}
@@ -505,18 +521,21 @@ def read_bow_case(paths, options):
 
 @st.composite
 def prediction_cases(draw):
+    """A prediction file (the BoW layout of label:score rows)."""
     m, layout = draw(matrices()), draw(row_layout())
     content, mutated = maybe_mutated(draw, bow_bytes(m.X, layout))
     return {"p.txt": content}, {}, None if mutated else m
 
 
 def read_predictions_case(paths, options):
+    """read_predictions; the header's row count."""
     scores = read_predictions(paths["p.txt"])
     return {"X": (scores, header_rows(paths["p.txt"].read_bytes()))}
 
 
 @st.composite
 def arff_cases(draw):
+    """A MULAN ARFF file with dense and sparse rows, mutated in most cases."""
     m = draw(matrices())
     n_features, n_labels = m.X.shape[1], m.Y.shape[1]
     lines = ["% fuzz", "@relation fuzz"]
@@ -536,6 +555,7 @@ def arff_cases(draw):
 
 
 def read_arff_case(paths, options):
+    """read_arff; labels have the features' row count."""
     X, Y = read_arff(paths["a.arff"], options["n_labels"])
     return {"X": (X, None), "Y": (Y, X.shape[0])}
 
@@ -548,6 +568,7 @@ ARRAY_DAMAGE = st.sampled_from(
 
 @st.composite
 def npy_cases(draw):
+    """A .npy CSR directory, with damaged bytes or arrays in most cases."""
     m = draw(matrices())
     with tempfile.TemporaryDirectory() as directory:
         write_csr_npy(directory, m.X)
@@ -616,6 +637,7 @@ def save_npy(array: np.ndarray) -> bytes:
 
 
 def read_npy_case(paths, options):
+    """open_csr_npy on the directory of the files."""
     X = open_csr_npy(paths["shape.npy"].parent)
     return {"X": (X, None)}
 
@@ -649,7 +671,6 @@ def parse_case(paths, options):
         (np.ones(l_indices.size, np.float32), l_indices, l_indptr),
         shape=(l_indptr.shape[0] - 1, width),
     )
-    assert np.all(values != 0), "zero values stored"
     return {"features": (X, n_rows), "labels": (Y, n_rows)}
 
 
@@ -704,7 +725,7 @@ def surfaces() -> list[Surface]:
         Surface("read_bow_pair", bow_cases(), read_bow_case),
         Surface("read_predictions", prediction_cases(), read_predictions_case),
         Surface("read_arff", arff_cases(), read_arff_case),
-        Surface("open_csr_npy", npy_cases(), read_npy_case, line_based=False),
+        Surface("open_csr_npy", npy_cases(), read_npy_case, text_format=False),
         Surface("parse_sparse_rows", parser_cases(), parse_case),
         Surface("control_characters", control_character_cases(), read_control_case),
     ]
@@ -740,6 +761,7 @@ def fuzz(surface: Surface, examples: int, random_seed: int | None = None) -> col
 
 
 def main(argv=None) -> int:
+    """Fuzz the chosen surfaces; print the cases tried; 1 if any failed."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--examples", type=int, default=5000, help="cases per surface")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the cases")
