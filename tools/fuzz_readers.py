@@ -609,7 +609,8 @@ def damage_arrays(draw, files: dict, damage: str, name: str, where: int, value: 
     }[damage]
     array = arrays[target].copy()
     if damage == "dtype":
-        array = array.astype(np.float64 if array.dtype != np.float64 else np.int32)
+        with np.errstate(invalid="ignore"):  # NaN from an earlier damage
+            array = array.astype(np.float64 if array.dtype != np.float64 else np.int32)
     elif array.size == 0:
         return files
     elif damage in ("nan", "inf"):
