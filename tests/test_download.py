@@ -22,7 +22,8 @@ class _Handler(BaseHTTPRequestHandler):
     that nevertheless starts at byte 0 (a broken server or proxy).
 
     ``server.truncate`` names files whose next response announces the full
-    length but stops halfway; ``server.delay`` stalls every response.
+    length but stops halfway; ``server.delay`` stalls every response;
+    ``server.length_header``, if set, replaces the Content-Length value.
     """
 
     def do_GET(self):  # noqa: N802 (name fixed by BaseHTTPRequestHandler)
@@ -45,7 +46,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
         else:
             self.send_response(200)
-        self.send_header("Content-Length", str(len(body) - start))
+        self.send_header("Content-Length", server.length_header or str(len(body) - start))
         self.end_headers()
         if self.path.lstrip("/") in server.truncate:
             server.truncate.discard(self.path.lstrip("/"))
@@ -72,6 +73,7 @@ def server():
     httpd = _Server(("127.0.0.1", 0), _Handler)
     httpd.files, httpd.requests, httpd.truncate = {}, [], set()
     httpd.delay, httpd.support_range, httpd.restart_ranges = 0.0, True, False
+    httpd.length_header = None
     httpd.url = f"http://127.0.0.1:{httpd.server_address[1]}"
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02},
                               daemon=True)
@@ -126,6 +128,17 @@ def test_size_mismatch_removes_the_download(server, tmp_path):
     server.files["data.bin"] = PAYLOAD
     with pytest.raises(DownloadError, match="300000 bytes but 12 were expected"):
         download_file(f"{server.url}/data.bin", tmp_path / "data.bin", size=12, verbose=False)
+    assert _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("length", ["3_00000", "+300000", "\u00b300000", "-1", "300000, 300000"])
+def test_malformed_content_length_is_a_download_error(server, tmp_path, length):
+    # int() takes the first two (and so does http.client, which then reads
+    # the body to that length); the others escaped as a bare ValueError.
+    server.files["data.bin"] = PAYLOAD
+    server.length_header = length
+    with pytest.raises(DownloadError, match="Content-Length"):
+        download_file(f"{server.url}/data.bin", tmp_path / "data.bin", verbose=False)
     assert _leftovers(tmp_path) == []
 
 

@@ -8,11 +8,14 @@ import scipy.sparse as sp
 
 from xmltree.datasets import (
     _formats,
+    iter_xc_chunks,
     read_arff,
     read_bow_pair,
     read_libsvm,
+    read_predictions,
     read_xc,
     read_xc_split,
+    write_predictions,
     write_xc,
 )
 from xmltree.exceptions import DataFormatError
@@ -128,6 +131,30 @@ def test_write_xc_accepts_label_lists_and_drops_stored_zeros(tmp_path):
     assert_same_matrix(Y_read, [[0, 1], [0, 0], [1, 1], [0, 0]])
 
 
+def wide_id_matrix(column, n_columns):
+    """One-entry CSR matrix with int64 indices, as built for ids beyond int32."""
+    return sp.csr_matrix(
+        (np.ones(1, np.float32), np.array([column], np.int64), np.array([0, 1], np.int64)),
+        shape=(1, n_columns),
+    )
+
+
+@pytest.mark.parametrize(
+    ("X", "Y", "words"),
+    [
+        (wide_id_matrix(2**32 + 1, 2**33), [[0]], "X: 8589934592 columns"),
+        (wide_id_matrix(2**32 + 1, 5), [[0]], "X: column id 4294967297"),
+        (np.zeros((0, 2**32), np.float32), np.zeros((0, 1)), "X: 4294967296 columns"),
+        (wide_id_matrix(0, 5), wide_id_matrix(2**31 + 3, 2**32), "Y: 4294967296 columns"),
+    ],
+)
+def test_write_xc_refuses_ids_that_do_not_fit_in_32_bits(tmp_path, X, Y, words):
+    # They used to be wrapped by the int32 conversion and written (2**32 + 1 as 1).
+    with pytest.raises(DataFormatError, match=words):
+        write_xc(tmp_path / "out.txt", X, Y)
+    assert not (tmp_path / "out.txt").exists()
+
+
 def test_write_xc_leaves_nothing_behind_when_it_fails(tmp_path, monkeypatch, rng):
     X, Y = random_problem(rng)
     path = tmp_path / "out.txt"
@@ -204,6 +231,9 @@ BAD_XC = [
     ("2 3 2", 1, "header"),
     ("2 3\n0 0:1\n1 1:1\n", 1, "header"),
     ("a b c\n", 1, "header"),
+    ("2\x0b3 2\n0 0:1\n1 1:1\n", 1, "header"),
+    ("2 3 2\x0c\n0 0:1\n1 1:1\n", 1, "header"),
+    ("2 \u00b3 2\n0 0:1\n1 1:1\n", 1, "header"),
     ("2 3 2\n0 0:1\n1 1:1\n0 2:1\n", 4, "declares 2 rows"),
     ("2 3 2\n0 0:1\n1 1:1\n\n", 4, "declares 2 rows"),
     ("3 3 2\n0 0:1\n1 1:1\n", 4, "ends after 2"),
@@ -228,6 +258,22 @@ BAD_XC = [
     ("2 3 2\n0 0:1\n1,0,1 1:1\n", 3, "label id 1 appears more"),
     ("2 3 2\n0 0:1\n1 99999999999:1\n", 3, "32-bit"),
     ("2 3 2\n0 0:1\n1 qid:4 1:1\n", 3, "qid"),
+    # C white space that is not a token separator: strtof would skip it, and
+    # the newline after it, merging two lines into one row.
+    ("3 10 3\n0 3:\x0b\n1 5:1\n 7:2\n", 2, "control character 0x0b"),
+    ("2 3 2\n0 0:\x0c\n1 1:1\n", 2, "control character 0x0c"),
+    ("2 3 2\n0 0:1\x0b1:2\n1 1:1\n", 2, "control character 0x0b"),
+    ("2 3 2\n0 0:1\r1:2\n1 1:1\n", 2, "control character 0x0d"),
+    ("2 3 2\n0 0:1\n1 1:1\x00\n", 3, "control character 0x00"),
+    ("2 3 2\n0\x0c0:1\n1 1:1\n", 2, "control character 0x0c"),
+    # Numbers are plain ASCII decimals, whatever strtof or float() accept.
+    ("2 3 2\n0 0:0x1p3\n1 1:1\n", 2, "'0:0x1p3' is not a number"),
+    ("2 3 2\n0 0:1_0\n1 1:1\n", 2, "'0:1_0' is not a number"),
+    ("2 3 2\n0 0:1e\n1 1:1\n", 2, "not a number"),
+    ("2 3 2\n0 0:.\n1 1:1\n", 2, "not a number"),
+    ("2 3 2\n0 0:-\n1 1:1\n", 2, "not a number"),
+    ("2 3 2\n0 0:1\n1 1:Infinity\n", 3, "infinite"),
+    ("2 3 2\n0 0:\xd9\xa1\n1 1:1\n", 2, "not a number"),
 ]
 
 
@@ -240,6 +286,46 @@ def test_read_xc_reports_bad_input_with_its_line(tmp_path, text, line, words):
     assert info.value.path == str(path)
     assert words in info.value.problem
     assert f"line {line}" in str(info.value)
+
+
+def test_numbers_in_every_decimal_spelling_are_read(tmp_path):
+    text = "1 9 1\n0:+1 1:1. 2:.5 3:-.25e1 4:2E-1 5:1e+1 6:007 7:-0 8:12345678.5\n"
+    X, _ = read_xc(write_text(tmp_path, "values.txt", text))
+    expected = np.array([[1, 1, 0.5, -2.5, 0.2, 10, 7, 0, 12345678.5]], dtype=np.float32)
+    assert_same_matrix(X, expected)
+
+
+def test_header_may_use_tabs_runs_of_blanks_and_crlf(tmp_path):
+    X, Y = read_xc(write_text(tmp_path, "data.txt", "1\t 3  2 \r\n0 2:1\r\n"))
+    assert_same_matrix(X, [[0, 0, 1]])
+    assert_same_matrix(Y, [[1, 0]])
+
+
+VERTICAL_TAB_ROW = "0 3:\x0b\n1 5:1\n"
+
+
+@pytest.mark.parametrize(
+    ("reader", "files"),
+    [
+        (read_xc, {"data.txt": "3 10 3\n" + VERTICAL_TAB_ROW + " 7:2\n"}),
+        (read_libsvm, {"data.txt": VERTICAL_TAB_ROW + " 7:2\n"}),
+        (
+            read_bow_pair,
+            {"data.txt": "2 10\n3:1\x0c\n5:1\n", "labels.txt": "2 3\n0:1\n1:1\n"},
+        ),
+        (
+            lambda path: list(iter_xc_chunks(path, 1)),
+            {"data.txt": "3 10 3\n" + VERTICAL_TAB_ROW + " 7:2\n"},
+        ),
+    ],
+)
+def test_every_text_reader_rejects_control_characters_in_a_row(tmp_path, reader, files):
+    paths = [write_text(tmp_path, name, text) for name, text in files.items()]
+    with pytest.raises(DataFormatError) as info:
+        reader(*paths)
+    assert info.value.path == str(paths[0])
+    assert "control character" in info.value.problem
+    assert info.value.line == (1 if reader is read_libsvm else 2)
 
 
 def test_mutated_files_are_read_or_rejected_never_crash(tmp_path, rng):
@@ -362,7 +448,7 @@ def test_read_libsvm_rejects_unknown_zero_based(tmp_path):
 
 def test_read_xc_split_selects_rows_in_file_order(tmp_path):
     data = write_text(tmp_path, "data.txt", XC_TEXT)
-    split = write_text(tmp_path, "split.txt", "3 1\n1 6\n5 2\n")
+    split = write_text(tmp_path, "split.txt", "3 1\n1\t6\r\n5  2\n")
     X_all, Y_all = read_xc(data)
     for column, rows in ((0, [2, 0, 4]), (1, [0, 5, 1])):
         X, Y = read_xc_split(data, split, column)
@@ -380,6 +466,8 @@ def test_read_xc_split_selects_rows_in_file_order(tmp_path):
         ("1 2\n3\n", 0, 2, "ragged"),
         ("1 2\n3 4\n\n", 0, 3, "ragged"),
         ("1 2\n3 x\n", 1, 2, "'x'"),
+        ("1 2\n3\x0b4\n", 0, 2, "ragged"),
+        ("1 2\n\r3 4\n", 0, 2, "'\\r3'"),
     ],
 )
 def test_read_xc_split_rejects_bad_split_files(tmp_path, split_text, column, line, words):
@@ -427,6 +515,77 @@ def test_read_bow_pair_reports_bad_input(
 
 
 # --------------------------------------------------------------------------
+# Size and index arguments
+# --------------------------------------------------------------------------
+
+
+def size_argument_calls(tmp_path):
+    """``name -> call(value)`` for every size or index argument of the readers and writers."""
+    xc = write_text(tmp_path, "data.txt", XC_TEXT)
+    split = write_text(tmp_path, "split.txt", "1 2\n")
+    arff = write_text(tmp_path, "a.arff", ARFF_HEADER + "1.5,0,0,1,1\n")
+    predictions = write_text(tmp_path, "p.txt", "1 3\n1:0.5\n")
+    labels, scores = np.array([[1]]), np.array([[0.5]])
+    return {
+        "read_xc n_features": lambda value: read_xc(xc, n_features=value),
+        "read_xc n_labels": lambda value: read_xc(xc, n_labels=value),
+        "read_libsvm n_features": lambda value: read_libsvm(xc, n_features=value),
+        "read_libsvm n_labels": lambda value: read_libsvm(xc, n_labels=value),
+        "iter_xc_chunks chunk_size": lambda value: list(iter_xc_chunks(xc, value)),
+        "read_xc_split column": lambda value: read_xc_split(xc, split, value),
+        "read_arff n_labels": lambda value: read_arff(arff, n_labels=value),
+        "read_predictions n_labels": lambda value: read_predictions(predictions, value),
+        "write_predictions n_labels": lambda value: write_predictions(
+            tmp_path / "out.txt", labels, scores, value
+        ),
+    }
+
+
+#: Each size argument: whether None means "use the default", whether it is
+#: bounded by the int32 id limit (chunk_size is not: see the next test).
+SIZE_ARGUMENTS = {
+    "read_xc n_features": (True, True),
+    "read_xc n_labels": (True, True),
+    "read_libsvm n_features": (True, True),
+    "read_libsvm n_labels": (True, True),
+    "iter_xc_chunks chunk_size": (False, False),
+    "read_xc_split column": (False, True),
+    "read_arff n_labels": (False, True),
+    "read_predictions n_labels": (True, True),
+    "write_predictions n_labels": (False, True),
+}
+BAD_SIZES = [
+    (argument, value)
+    for argument, (optional, bounded) in SIZE_ARGUMENTS.items()
+    for value in [3.7, 2.0, "5", True, -1]
+    + ([] if optional else [None])
+    + ([2**31, 2**70] if bounded else [])
+]
+
+
+@pytest.mark.parametrize(("argument", "value"), BAD_SIZES)
+def test_size_arguments_must_be_integers_in_range(tmp_path, argument, value):
+    # 3.7 used to be truncated to 3, '5' raised TypeError, True read column 1.
+    call = size_argument_calls(tmp_path)[argument]
+    with pytest.raises(ValueError, match=argument.split()[1]) as info:
+        call(value)
+    assert not isinstance(info.value, DataFormatError)
+
+
+def test_chunks_larger_than_the_file_hold_the_whole_file(tmp_path):
+    path = write_text(tmp_path, "data.txt", XC_TEXT)
+    # More lines than islice can count: used to raise islice's own ValueError.
+    ((n_rows, X),) = list(iter_xc_chunks(path, 2**70))
+    assert_same_matrix(X, read_xc(path)[0])
+
+
+@pytest.mark.parametrize("argument", SIZE_ARGUMENTS)
+def test_size_arguments_accept_numpy_integers(tmp_path, argument):
+    value = np.int64({"read_xc_split column": 1, "read_arff n_labels": 2}.get(argument, 9))
+    size_argument_calls(tmp_path)[argument](value)
+
+
+# --------------------------------------------------------------------------
 # MULAN ARFF
 # --------------------------------------------------------------------------
 
@@ -451,6 +610,18 @@ def test_read_arff_dense_and_sparse_rows(tmp_path):
     assert_same_matrix(Y, [[1, 1], [0, 1], [0, 0], [0, 0]])
 
 
+@pytest.mark.parametrize(
+    ("text", "value"), [("3.4028235e+38", 3.4028235e38), ("-3.40282356e38", -3.4028235e38)]
+)
+def test_read_arff_takes_values_that_round_to_the_largest_float32(tmp_path, text, value):
+    # They used to be refused as beyond the float32 range; the text parser
+    # (strtof) has always taken them.
+    row = f"{text},0,0,1,1\n"
+    X, _ = read_arff(write_text(tmp_path, "a.arff", ARFF_HEADER + row), n_labels=2)
+    X_text, _ = read_xc(write_text(tmp_path, "a.txt", f"1 1 1\n0:{text}\n"))
+    assert X[0, 0] == X_text[0, 0] == np.float32(value)
+
+
 def test_read_arff_labels_first(tmp_path):
     text = "@relation r\n@attribute a {0,1}\n@attribute b {0,1}\n@attribute x numeric\n"
     text += "@data\n1,0,3\n{1 1, 2 4}\n"
@@ -468,11 +639,20 @@ def test_read_arff_labels_first(tmp_path):
         ("x,0,0,1,1\n", 2, 10, "not a number"),
         ("nan,0,0,1,1\n", 2, 10, "NaN"),
         ("1e39,0,0,1,1\n", 2, 10, "float32 range"),
+        ("3.4028236e38,0,0,1,1\n", 2, 10, "float32 range"),
         ("{5 1}\n", 2, 10, "out of range"),
         ("{0 1, 0 2}\n", 2, 10, "twice"),
         ("{0 1}, {3}\n", 2, 10, "weights"),
         ("1,0,0,1,1\n", 3, 6, "must be declared {0,1}"),
         ("1,0,0,1,1\n", 6, None, "only 5 attributes"),
+        # Python's int() and float() accept these; the file formats do not.
+        ("{\u00b2 1}\n", 2, 10, "malformed sparse entry"),
+        ("{\uff11 1}\n", 2, 10, "malformed sparse entry"),
+        ("1_0,0,0,1,1\n", 2, 10, "'1_0' of attribute 'f0' is not a number"),
+        ("\u0661,0,0,1,1\n", 2, 10, "not a number"),
+        ("\uff11.5,0,0,1,1\n", 2, 10, "not a number"),
+        ("{0 0x1}\n", 2, 10, "not a number"),
+        ("{0 Infinity}\n", 2, 10, "NaN or infinite"),
     ],
 )
 def test_read_arff_reports_bad_input(tmp_path, data_rows, n_labels, line, words):
@@ -491,10 +671,12 @@ def test_read_arff_rejects_bad_headers_and_parameters(tmp_path):
     no_data = write_text(tmp_path, "b.arff", "@relation r\n@attribute a {0,1}\n")
     with pytest.raises(DataFormatError, match="no @data"):
         read_arff(no_data, n_labels=1)
-    nominal = "@relation r\n@attribute f {1,0}\n@attribute a {0,1}\n@data\n{1 1}\n"
-    with pytest.raises(DataFormatError, match="first value '1'") as info:
-        read_arff(write_text(tmp_path, "c.arff", nominal), n_labels=1)
-    assert info.value.line == 5
+    for first in ("1", "\uff10"):
+        nominal = f"@relation r\n@attribute f {{{first},0}}\n@attribute a {{0,1}}\n@data\n"
+        nominal += "{1 1}\n"
+        with pytest.raises(DataFormatError, match=f"first value '{first}'") as info:
+            read_arff(write_text(tmp_path, "c.arff", nominal), n_labels=1)
+        assert info.value.line == 5
     with pytest.raises(ValueError, match="n_labels"):
         read_arff(path, n_labels=0)
 
@@ -507,8 +689,18 @@ def test_predictions_file_rejects_bad_arrays_and_widens_on_read(tmp_path):
         write_predictions(path, np.array([[3]]), np.array([[1.0]]), n_labels=3)
     with pytest.raises(ValueError, match="shapes"):
         write_predictions(path, np.array([[0, 1]]), np.array([[1.0]]), n_labels=3)
+    # Each of these used to be written, and then refused by read_predictions.
+    for labels, scores, words in [
+        ([[1.7]], [[0.5]], "integer label ids"),
+        ([[True]], [[0.5]], "integer label ids"),
+        ([[1, 2, 1]], [[0.5, 0.4, 0.3]], "more than once"),
+        ([[1]], [[np.nan]], "finite"),
+        ([[1]], [[1e39]], "finite"),
+    ]:
+        with pytest.raises(ValueError, match=words):
+            write_predictions(path, np.array(labels), np.array(scores), n_labels=3)
     assert not path.exists()
-    write_predictions(path, np.array([[1, -1]]), np.array([[0.5, 0.0]]), n_labels=3)
+    write_predictions(path, np.array([[1, -1, -1]]), np.array([[0.5, -np.inf, 0]]), n_labels=3)
     assert path.read_text() == "1 3\n1:0.5\n"
     assert read_predictions(path, n_labels=7).shape == (1, 7)
     with pytest.raises(DataFormatError, match="n_labels"):

@@ -229,7 +229,8 @@ def test_download_without_a_mirror_is_refused(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize(("kwargs", "message"),
                          [({"subset": "all"}, "subset"), ({"split": -1}, "split"),
-                          ({"split": 1.0}, "split")])
+                          ({"split": 1.0}, "split"), ({"split": True}, "split"),
+                          ({"split": 2**31}, "split")])
 def test_bad_arguments(tmp_path, kwargs, message):
     with pytest.raises(ValueError, match=message):
         load_dataset("bibtex", tmp_path, **kwargs)

@@ -129,8 +129,8 @@ def _fetch_into(url: str, partial: Path, *, timeout: float, verbose: bool) -> No
         with response:
             if offset and not _resumes_at(response, offset):
                 offset = 0  # the server ignored the range: start again
-            length = response.headers.get("Content-Length")
-            expected = None if length is None else offset + int(length)
+            length = _announced_length(response, url)
+            expected = None if length is None else offset + length
             with open(partial, "ab" if offset else "wb") as sink:
                 _copy_stream(response, sink, offset, expected, verbose, url)
     except urllib.error.HTTPError as exc:
@@ -156,6 +156,20 @@ def _open(url: str, offset: int, timeout: float):
     if offset:
         request.add_header("Range", f"bytes={offset}-")
     return urllib.request.urlopen(request, timeout=timeout)
+
+
+def _announced_length(response, url: str) -> int | None:
+    """The Content-Length of ``response`` in bytes, or None if it announces none.
+
+    Raises ``DownloadError`` unless the header is ASCII digits: ``int()``
+    would also take ``1_0``, a sign or other scripts' digits.
+    """
+    length = response.headers.get("Content-Length")
+    if length is None:
+        return None
+    if not (length.isascii() and length.isdigit()):
+        raise DownloadError(f"{url}: malformed Content-Length header {length!r}")
+    return int(length)
 
 
 def _resumes_at(response, offset: int) -> bool:

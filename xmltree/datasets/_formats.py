@@ -18,9 +18,16 @@ pair files), whose rows are parsed by the compiled :mod:`._parse` module:
   feature or label id may appear only once per row.
 * Explicit zero values (``3:0``) are legal and dropped, as the learners treat
   absent and zero features alike.
-* Values are parsed with C ``strtof`` (correctly rounded to float32), which
-  follows the C ``LC_NUMERIC`` locale; Python leaves it at ``"C"`` unless a
-  program changes it. NaN and infinite values are errors.
+* Tokens are separated by spaces and tabs; a line may end with CRLF. Any
+  other control character in a line (vertical tab, form feed, a lone CR,
+  NUL...) is an error, never a separator or a line end.
+* Values are ASCII decimals ``[+-]digits[.digits][e[+-]digits]`` (also
+  ``1.`` and ``.5``), correctly rounded to float32; hexadecimal, ``1_0``
+  and other digits are errors. Values with an exponent or many digits are
+  converted by C ``strtof``, which follows the C ``LC_NUMERIC`` locale:
+  Python leaves it at ``"C"``; under a locale whose decimal point is not
+  ``.`` such a value is reported as an error, never misread. NaN and
+  infinite values are errors.
 
 Any problem raises :class:`~xmltree.exceptions.DataFormatError` carrying the
 file, the 1-based line number (the header is line 1) and what is wrong.
@@ -30,6 +37,8 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -39,15 +48,16 @@ from .._atomic import atomic_write
 from .._base import check_int
 from .._validation import check_features, check_labels, make_csr
 from ..exceptions import DataFormatError
+from ._checks import MAX_DIMENSION, check_dimension, check_storable_ids
 from ._parse import ParseErrorCode, parse_sparse_rows
 
 __all__ = ["read_xc", "write_xc", "read_xc_split", "read_bow_pair", "read_libsvm", "read_arff"]
 
 logger = logging.getLogger(__name__)
 
-#: Largest feature or label count representable with int32 ids.
-_MAX_DIMENSION = 2**31 - 1
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
+#: The smallest magnitude that rounds to infinity in float32: halfway from the
+#: largest float32 to 2**128, where round-half-to-even goes up.
+_FLOAT32_OVERFLOW = 2.0**128 - 2.0**103
 
 _PARSE_PROBLEMS = {
     ParseErrorCode.BAD_LABEL_LIST: "malformed label list {token!r} (expected ids like 3,17,42)",
@@ -61,6 +71,9 @@ _PARSE_PROBLEMS = {
     ParseErrorCode.QID_TOKEN: "{token!r}: qid (ranking) tokens are not supported",
     ParseErrorCode.NO_FINAL_NEWLINE: (
         "the last line does not end with a newline (file truncated mid-line?)"
+    ),
+    ParseErrorCode.CONTROL_CHARACTER: (
+        "control character {value:#04x} in the row (only spaces and tabs separate tokens)"
     ),
 }
 
@@ -117,18 +130,28 @@ def _read_header(data: bytes, names: tuple[str, ...], path) -> tuple[list[int], 
         raise DataFormatError(
             "the header line does not end with a newline (file truncated?)", path=path, line=1
         )
-    tokens = data[:end].split()
+    tokens = _blank_tokens(data[:end])
     expected = " ".join(names)
     if len(tokens) != len(names) or not all(token.isdigit() for token in tokens):
         shown = data[:end].decode("utf-8", errors="replace")[:80]
         raise DataFormatError(f"header {shown!r} is not '{expected}'", path=path, line=1)
     values = [int(token) for token in tokens]
     for name, value in zip(names[1:], values[1:]):
-        if value > _MAX_DIMENSION:
+        if value > MAX_DIMENSION:
             raise DataFormatError(
-                f"header {name}={value} exceeds the supported {_MAX_DIMENSION}", path=path, line=1
+                f"header {name}={value} exceeds the supported {MAX_DIMENSION}", path=path, line=1
             )
     return values, end + 1
+
+
+def _blank_tokens(line: bytes) -> list[bytes]:
+    """Split a line (without its '\n') at spaces and tabs, as the parser does.
+
+    ``bytes.split()`` would also split at vertical tabs, form feeds and lone
+    CRs, which are errors in a row; they stay inside a token here and fail
+    its check. A CR ending the line (CRLF) is dropped.
+    """
+    return [token for token in line.removesuffix(b"\r").replace(b"\t", b" ").split(b" ") if token]
 
 
 def _check_row_count(n_rows: int, expected: int, first_line: int, path) -> None:
@@ -215,7 +238,12 @@ def read_xc(path, *, n_features: int | None = None, n_labels: int | None = None)
     DataFormatError
         If the header disagrees with the rows (row count, an id >= D or >= L),
         or a row is malformed (see the module documentation).
+    ValueError
+        If ``n_features`` or ``n_labels`` is not None or an integer in
+        ``[0, 2**31 - 1]``.
     """
+    check_dimension("n_features", n_features, optional=True)
+    check_dimension("n_labels", n_labels, optional=True)
     data = _read_bytes(path)
     (n_rows, n_declared_features, n_declared_labels), start = _read_header(
         data, ("N", "D", "L"), path
@@ -283,8 +311,11 @@ def write_xc(path, X, Y) -> None:
     Raises
     ------
     DataFormatError
-        If ``X`` or ``Y`` is invalid or their row counts differ.
+        If ``X`` or ``Y`` is invalid, their row counts differ, or they have
+        more columns than 32-bit ids can number.
     """
+    check_storable_ids(X, "X")
+    check_storable_ids(Y, "Y")
     X = _without_stored_zeros(check_features(X))
     Y = check_labels(Y, n_samples=X.shape[0])
     with atomic_write(path, "w", encoding="ascii", newline="\n") as handle:
@@ -374,7 +405,8 @@ def iter_xc_chunks(path, chunk_size: int):
         (n_rows, n_features, n_labels), _ = _read_header(header, ("N", "D", "L"), path)
         rows_read = 0
         while True:
-            block = b"".join(itertools.islice(handle, chunk_size))
+            # islice takes at most sys.maxsize lines, more than any file has.
+            block = b"".join(itertools.islice(handle, min(chunk_size, sys.maxsize)))
             if not block:
                 break
             first_line = 2 + rows_read
@@ -417,9 +449,13 @@ def read_xc_split(data_path, split_path, column: int):
     Raises
     ------
     DataFormatError
-        If the data file is malformed, ``column`` is out of range, the split
-        file is ragged or has a non-integer or out-of-range row id.
+        If the data file is malformed, ``column`` is beyond the split file's
+        columns, the split file is ragged or has a non-integer or
+        out-of-range row id.
+    ValueError
+        If ``column`` is not an integer in ``[0, 2**31 - 1]``.
     """
+    check_dimension("column", column)
     X, Y = read_xc(data_path)
     rows = _read_split_column(split_path, column, X.shape[0])
     return _select_rows(X, rows), _select_rows(Y, rows)
@@ -438,7 +474,7 @@ def _read_split_column(split_path, column: int, n_rows: int) -> np.ndarray:
     # Bytes, so that isdigit() accepts ASCII digits only.
     with open(split_path, "rb") as lines:
         for line_number, line in enumerate(lines, start=1):
-            tokens = line.split()
+            tokens = _blank_tokens(line.removesuffix(b"\n"))
             if n_columns is None:
                 n_columns = len(tokens)
                 if not 0 <= column < n_columns:
@@ -545,19 +581,37 @@ def write_predictions(path, labels: np.ndarray, scores: np.ndarray, n_labels: in
     Raises
     ------
     ValueError
-        If the arrays disagree in shape or hold a label outside ``[-1, n_labels)``.
+        If the arrays disagree in shape, ``n_labels`` is not an integer in
+        ``[0, 2**31 - 1]``, or the file could not be read back: labels that
+        are not integers in ``[-1, n_labels)``, a label twice in a row, or a
+        NaN or infinite score (also after rounding to float32) for a label.
     """
+    check_dimension("n_labels", n_labels)
     labels = np.asarray(labels)
-    scores = np.asarray(scores, dtype=np.float32)
+    # Scores beyond the float32 range become infinite here, refused below.
+    with np.errstate(over="ignore"):
+        scores = np.asarray(scores, dtype=np.float32)
     if labels.ndim != 2 or labels.shape != scores.shape:
         raise ValueError(
             f"labels {labels.shape} and scores {scores.shape} must be equal 2-D shapes"
         )
-    if labels.size and (labels.min() < -1 or labels.max() >= n_labels):
-        raise ValueError(f"label ids must lie in [-1, {n_labels})")
+    _check_ranked_labels(labels, scores, n_labels)
     with atomic_write(path, "w", encoding="ascii", newline="\n") as handle:
         handle.write(f"{labels.shape[0]} {n_labels}\n")
         handle.write(_prediction_lines(labels, scores))
+
+
+def _check_ranked_labels(labels: np.ndarray, scores: np.ndarray, n_labels: int) -> None:
+    """Raise ``ValueError`` unless ``read_predictions`` could read these rows back."""
+    if labels.dtype.kind not in "iu":
+        raise ValueError(f"labels must be integer label ids, got dtype {labels.dtype}")
+    if labels.size and (labels.min() < -1 or labels.max() >= n_labels):
+        raise ValueError(f"label ids must lie in [-1, {n_labels})")
+    ranked = np.sort(labels, axis=1)
+    if np.any((ranked[:, 1:] == ranked[:, :-1]) & (ranked[:, 1:] >= 0)):
+        raise ValueError("a label appears more than once in a row of labels")
+    if not np.isfinite(scores[labels >= 0]).all():
+        raise ValueError("scores of predicted labels must be finite float32 numbers")
 
 
 def _prediction_lines(labels: np.ndarray, scores: np.ndarray) -> str:
@@ -591,7 +645,10 @@ def read_predictions(path, n_labels: int | None = None) -> sp.csr_matrix:
     ------
     DataFormatError
         If the file is malformed (see :func:`read_bow_pair`).
+    ValueError
+        If ``n_labels`` is not None or an integer in ``[0, 2**31 - 1]``.
     """
+    check_dimension("n_labels", n_labels, optional=True)
     scores, _ = _read_bow_file(path, "L", "label")
     n_columns = _widened(scores.shape[1], n_labels, "n_labels", path)
     return _csr(scores.indptr, scores.indices, scores.data, n_columns)
@@ -642,8 +699,11 @@ def read_libsvm(
         On malformed rows, ids out of range, feature id 0 with
         ``zero_based=False``, or a header that disagrees with the rows.
     ValueError
-        If ``zero_based`` is not True, False or "auto".
+        If ``zero_based`` is not True, False or "auto", or ``n_features`` or
+        ``n_labels`` is not None or an integer in ``[0, 2**31 - 1]``.
     """
+    check_dimension("n_features", n_features, optional=True)
+    check_dimension("n_labels", n_labels, optional=True)
     if zero_based not in (True, False, "auto"):
         raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
     data = _read_bytes(path)
@@ -674,7 +734,7 @@ def _libsvm_header(data: bytes, path) -> tuple[list[int] | None, int]:
     """Detect an ``N D L`` header; return it (or None) and the body offset."""
     end = data.find(b"\n")
     first = data if end < 0 else data[:end]
-    tokens = first.split()
+    tokens = _blank_tokens(first)
     if len(tokens) == 3 and b":" not in first and all(token.isdigit() for token in tokens):
         return _read_header(data, ("N", "D", "L"), path)
     return None, 0
@@ -735,10 +795,9 @@ def read_arff(path, n_labels: int, labels_first: bool = False):
     DataFormatError
         On malformed declarations or rows, with the offending line number.
     ValueError
-        If ``n_labels`` is not a positive integer.
+        If ``n_labels`` is not an integer in ``[1, 2**31 - 1]``.
     """
-    if isinstance(n_labels, bool) or not isinstance(n_labels, (int, np.integer)) or n_labels < 1:
-        raise ValueError(f"n_labels must be a positive integer, got {n_labels!r}")
+    check_dimension("n_labels", n_labels, low=1)
     # Undecodable bytes become U+FFFD and then fail as bad names or values.
     with open(path, encoding="utf-8", errors="replace") as handle:
         lines = enumerate(handle, start=1)
@@ -751,6 +810,17 @@ def read_arff(path, n_labels: int, labels_first: bool = False):
             if line.strip() and not line.lstrip().startswith("%")
         ]
     return _arff_matrices(rows, roles)
+
+
+#: The numbers of the text formats: ASCII decimals, the compiled parser's
+#: grammar. float() alone would also take "1_0", other scripts' digits,
+#: surrounding white space, NaN and infinities.
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def _decimal(text: str) -> float | None:
+    """``text`` as a float if it is an ASCII decimal, else None."""
+    return float(text) if _DECIMAL.fullmatch(text) else None
 
 
 class _ArffAttribute:
@@ -770,17 +840,17 @@ class _ArffAttribute:
             raise DataFormatError(
                 f"{text!r} is not a declared value of attribute {self.name!r}", path, line
             )
-        try:
-            number = float(text)
-        except ValueError:
+        number = _decimal(text)
+        if number is None and text.lstrip("+-").lower() not in ("nan", "inf", "infinity"):
             raise DataFormatError(
                 f"value {text!r} of attribute {self.name!r} is not a number", path, line
-            ) from None
-        if not abs(number) <= _FLOAT32_MAX:  # also catches NaN
+            )
+        if number is None or not abs(number) < _FLOAT32_OVERFLOW:
             raise DataFormatError(
                 f"value {text!r} is NaN or infinite (or beyond the float32 range)", path, line
             )
         return number
+
 
 
 def _unquote(text: str) -> str:
@@ -860,11 +930,7 @@ def _sparse_default_problem(attributes) -> str | None:
         if attribute.nominal is None:
             continue
         first = attribute.nominal[0]
-        try:
-            is_zero = float(first) == 0
-        except ValueError:
-            is_zero = False
-        if not is_zero:
+        if _decimal(first) != 0:
             return (
                 f"sparse rows imply the first value {first!r} of nominal attribute "
                 f"{attribute.name!r} when it is omitted; only 0 is supported"
@@ -909,7 +975,8 @@ def _sparse_arff_pairs(text: str, number: int, n_attributes: int, path):
     pairs, seen = [], set()
     for item in body.split(",") if body else []:
         parts = item.split(None, 1)
-        if len(parts) != 2 or not parts[0].isdigit():
+        # isdigit() alone would take other scripts' digits, and '²'.
+        if len(parts) != 2 or not (parts[0].isascii() and parts[0].isdigit()):
             raise DataFormatError(f"malformed sparse entry {item.strip()!r}", path, number)
         index = int(parts[0])
         if index >= n_attributes:

@@ -11,6 +11,7 @@ shares the one mapping.
 
 from __future__ import annotations
 
+import tokenize
 from pathlib import Path
 
 import numpy as np
@@ -18,11 +19,20 @@ import scipy.sparse as sp
 
 from .._validation import check_csr_structure, check_features
 from ..exceptions import DataFormatError
+from ._checks import MAX_DIMENSION, check_storable_ids
 
 __all__ = ["write_csr_npy", "open_csr_npy"]
 
 #: File name and dtype of each array, in the kernels' layout.
 _ARRAYS = {"data": np.float32, "indices": np.int32, "indptr": np.int64, "shape": np.int64}
+
+#: What numpy raises on a damaged ``.npy`` file: a bad magic string or header
+#: dictionary (ValueError, TypeError; SyntaxError, tokenize.TokenError,
+#: RecursionError or MemoryError from parsing the header as a Python literal),
+#: a file shorter than its header (EOFError) or than the data it declares
+#: (ValueError from mmap), sizes beyond any address space (OverflowError).
+_DAMAGED_NPY = (ValueError, TypeError, SyntaxError, tokenize.TokenError, RecursionError,
+                MemoryError, EOFError, OverflowError)
 
 
 def write_csr_npy(directory, matrix) -> None:
@@ -40,8 +50,10 @@ def write_csr_npy(directory, matrix) -> None:
     Raises
     ------
     DataFormatError
-        If ``matrix`` is not a valid finite 2-D matrix.
+        If ``matrix`` is not a valid finite 2-D matrix, or has more columns
+        than the int32 indices can number.
     """
+    check_storable_ids(matrix, "matrix")
     matrix = check_features(matrix, what="matrix")
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -56,7 +68,9 @@ def open_csr_npy(directory, mmap_mode: str = "r") -> sp.csr_matrix:
 
     The values and column indices (the bulk of a sparse matrix) stay on
     disk and are shared, not copied, by ``LdSM.fit`` and ``predict``; only
-    the row pointers (one integer per row) are copied, by scipy.
+    the row pointers (one integer per row) are copied, by scipy. Every file
+    is checked first (dtype, shape, CSR structure, finite values), since the
+    compiled kernels trust what they are given.
 
     Parameters
     ----------
@@ -77,27 +91,47 @@ def open_csr_npy(directory, mmap_mode: str = "r") -> sp.csr_matrix:
     ValueError
         On another ``mmap_mode``.
     DataFormatError
-        If a file holds the wrong dtype or the arrays do not form a valid CSR
-        matrix.
+        If a file is damaged (not a readable ``.npy`` file), holds the wrong
+        dtype or NaN or infinite values, or the arrays do not form a valid
+        CSR matrix; the message names the file.
     """
     if mmap_mode not in ("r", "c"):
         raise ValueError(f"mmap_mode must be 'r' or 'c', got {mmap_mode!r}")
     directory = Path(directory)
-    arrays = {}
-    for name, dtype in _ARRAYS.items():
-        path = directory / f"{name}.npy"
-        array = np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
-        if array.dtype != dtype or array.ndim != 1:
-            raise DataFormatError(f"{path}: expected a 1-D {np.dtype(dtype).name} array, "
-                                  f"got {array.ndim}-D {array.dtype}")
-        arrays[name] = array
-    if arrays["shape"].shape != (2,) or np.any(arrays["shape"] < 0):
-        raise DataFormatError(f"{directory / 'shape.npy'}: expected 2 non-negative sizes")
-    shape = tuple(int(n) for n in arrays["shape"])
+    arrays = {name: _load_array(directory / f"{name}.npy", dtype, mmap_mode)
+              for name, dtype in _ARRAYS.items()}
+    shape = _matrix_shape(arrays["shape"], directory / "shape.npy")
     check_csr_structure(arrays["indptr"], arrays["indices"], shape, str(directory))
     if arrays["data"].shape != arrays["indices"].shape:
-        raise DataFormatError(f"{directory}: data.npy and indices.npy differ in length")
+        raise DataFormatError("data.npy and indices.npy differ in length", path=directory)
+    if not np.isfinite(arrays["data"]).all():
+        raise DataFormatError("contains NaN or infinite values", path=directory / "data.npy")
     matrix = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=shape,
                            copy=False)
     matrix.has_canonical_format = True
     return matrix
+
+
+def _load_array(path: Path, dtype, mmap_mode: str) -> np.ndarray:
+    """Map one 1-D ``.npy`` file of the given dtype; any damage is a DataFormatError."""
+    try:
+        array = np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
+    except _DAMAGED_NPY as exc:
+        raise DataFormatError(f"not a readable .npy file ({type(exc).__name__}: {exc})",
+                              path=path) from exc
+    if array.dtype != dtype or array.ndim != 1:
+        raise DataFormatError(f"expected a 1-D {np.dtype(dtype).name} array, "
+                              f"got {array.ndim}-D {array.dtype}", path=path)
+    return array
+
+
+def _matrix_shape(stored: np.ndarray, path: Path) -> tuple[int, int]:
+    """The ``(n_rows, n_columns)`` stored in ``shape.npy``, checked."""
+    if stored.shape != (2,) or np.any(stored < 0):
+        raise DataFormatError("expected 2 non-negative sizes", path=path)
+    shape = (int(stored[0]), int(stored[1]))
+    if shape[1] > MAX_DIMENSION:
+        raise DataFormatError(
+            f"{shape[1]} columns do not fit the int32 indices (at most {MAX_DIMENSION})",
+            path=path)
+    return shape

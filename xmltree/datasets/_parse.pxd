@@ -7,8 +7,12 @@
 # row with no labels and no features. Python checks headers, shapes and id
 # ranges afterwards; the parser only checks the syntax of each row.
 #
-# Invariant the kernels rely on: the body is empty or its last byte is '\n',
-# so every scan stops at a newline before the end of the buffer.
+# Each line's end is found first, by the parser itself, and the row is then
+# parsed strictly inside it: no scan (and no C library routine) ever decides
+# where a line ends. Inside a line only spaces and tabs separate tokens; a
+# '\r' is allowed just before the '\n' (CRLF files), and any other control
+# character is an error, since C routines such as strtof would skip '\v',
+# '\f' and even '\n' as white space.
 
 from .._types cimport float32_t, index_t, offset_t
 
@@ -18,7 +22,7 @@ cpdef enum ParseErrorCode:
     PARSE_OK = 0            # no problem
     BAD_LABEL_LIST = 1      # label list is not ids separated by single commas
     BAD_FEATURE_TOKEN = 2   # token is not `id:value`
-    BAD_VALUE = 3           # text after `id:` is not a number
+    BAD_VALUE = 3           # text after `id:` is not a decimal number
     NON_FINITE_VALUE = 4    # value is NaN or infinite (or overflows float32)
     NEGATIVE_ID = 5         # a feature or label id starts with '-'
     ID_TOO_LARGE = 6        # an id does not fit in a 32-bit signed integer
@@ -26,6 +30,7 @@ cpdef enum ParseErrorCode:
     DUPLICATE_LABEL = 8     # the same label id appears twice in a row
     QID_TOKEN = 9           # a `qid:` ranking token (not supported)
     NO_FINAL_NEWLINE = 10   # the last line is not terminated (truncated file?)
+    CONTROL_CHARACTER = 11  # a control byte other than a tab (or CR before LF) in a line
 
 
 # Output buffers of one parse. The caller sizes them from delimiter counts
@@ -44,9 +49,9 @@ cdef struct csr_rows:
 # Where and why parsing stopped; `code` stays PARSE_OK on success.
 cdef struct parse_error:
     int code                    # a ParseErrorCode
-    offset_t offset             # byte offset of the offending token
+    offset_t offset             # byte offset of the offending token (or byte)
     offset_t line               # 1-based line number of the offending token
-    offset_t value              # the offending id, for duplicate-id errors
+    offset_t value              # the duplicate id, or the control byte
 
 
 cdef offset_t parse_rows(const unsigned char* buf, offset_t start, offset_t end,

@@ -4,10 +4,11 @@
 # tokens separated by spaces or tabs. The whole body is parsed in one nogil
 # pass into CSR buffers whose sizes come from a first counting pass, so memory
 # stays proportional to the number of entries. See _parse.pxd for the row
-# model and the invariant the scans rely on.
+# model: every scan below is bounded by the end of the current line's content.
 
 from libc.math cimport isfinite
 from libc.stdlib cimport strtof
+from libc.string cimport memchr
 
 import numpy as np
 
@@ -15,25 +16,37 @@ cimport numpy as cnp
 
 cnp.import_array()
 
-# Ids are stored as int32; anything above this is rejected, not wrapped.
-cdef offset_t MAX_ID = 2147483647
-# Plain decimals `[-]digits[.digits]` whose digits form an integer <= 2**24
-# with at most 10 fraction digits are converted with one float32 division:
-# both operands are exact in float32 (10**10 = 2**10 * 5**10, 5**10 < 2**24)
-# and IEEE division rounds correctly, so the result equals strtof's. Other
-# numbers (exponents, more digits) go through strtof.
-cdef offset_t MAX_EXACT_MANTISSA = 16777216
-cdef int MAX_EXACT_FRACTION_DIGITS = 10
+# Limits are enum constants, not module variables, so that the C compiler
+# sees them as literals: a variable would be reloaded after every store
+# through a pointer, since any store may alias a char buffer.
+cdef enum:
+    # Ids are stored as int32; anything above this is rejected, not wrapped.
+    MAX_ID = 2147483647
+    # Decimals without an exponent whose digits form an integer <= 2**24
+    # with at most 10 fraction digits are converted with one float32
+    # division: both operands are exact in float32 (10**10 = 2**10 * 5**10,
+    # 5**10 < 2**24) and IEEE division rounds correctly, so the result
+    # equals strtof's. Other numbers (exponents, more digits) go through
+    # strtof.
+    MAX_EXACT_MANTISSA = 16777216
+    MAX_EXACT_FRACTION_DIGITS = 10
 cdef float32_t[11] POWERS_OF_TEN = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10]
 
 
+# A decimal number as scanned by scan_decimal.
+cdef struct decimal:
+    offset_t mantissa           # all its digits as one integer, saturating above 2**24
+    offset_t n_fraction         # digits after the point
+    bint negative               # starts with '-'
+    bint has_exponent           # has an `e`/`E` part
+
+
 cdef inline bint is_blank(unsigned char c) noexcept nogil:
-    # '\r' counts as blank so that CRLF files parse like LF files.
-    return c == c' ' or c == c'\t' or c == c'\r'
+    return c == c' ' or c == c'\t'
 
 
-cdef inline bint ends_token(unsigned char c) noexcept nogil:
-    return is_blank(c) or c == c'\n'
+cdef inline bint ends_token(const unsigned char* buf, offset_t pos, offset_t end) noexcept nogil:
+    return pos == end or is_blank(buf[pos])
 
 
 cdef inline bint is_digit(unsigned char c) noexcept nogil:
@@ -50,7 +63,39 @@ cdef inline offset_t fail(parse_error* error, int code, offset_t offset, offset_
     return -1
 
 
-cdef inline offset_t scan_id(const unsigned char* buf, offset_t pos,
+cdef inline offset_t find_line_end(const unsigned char* buf, offset_t pos,
+                                   offset_t end) noexcept nogil:
+    """Return the position of the first '\\n' in buf[pos:end], or -1."""
+    cdef const void* found = memchr(buf + pos, c'\n', end - pos)
+    return -1 if found == NULL else <offset_t>(<const unsigned char*>found - buf)
+
+
+cdef inline offset_t text_end(const unsigned char* buf, offset_t line_start,
+                              offset_t line_end) noexcept nogil:
+    """Where the text of the row ending at `line_end` ends: before a CRLF's CR."""
+    if line_end > line_start and buf[line_end - 1] == c'\r':
+        return line_end - 1
+    return line_end
+
+
+cdef void blame_control_character(const unsigned char* buf, offset_t pos, offset_t end,
+                                  parse_error* error) noexcept nogil:
+    """Report the first control byte of buf[pos:end], if any, instead of `error`.
+
+    No token grammar admits a control byte other than a tab, so a row that
+    holds one always fails; naming the byte is clearer than naming the token
+    it broke. Runs on the error path only, which keeps valid rows to one scan.
+    """
+    while pos < end:
+        if buf[pos] < c' ' and buf[pos] != c'\t':
+            error.code = CONTROL_CHARACTER
+            error.offset = pos
+            error.value = buf[pos]
+            return
+        pos += 1
+
+
+cdef inline offset_t scan_id(const unsigned char* buf, offset_t pos, offset_t end,
                              offset_t* id_out) noexcept nogil:
     """Read the decimal digits at `pos`; return the position after them.
 
@@ -58,7 +103,7 @@ cdef inline offset_t scan_id(const unsigned char* buf, offset_t pos,
     can detect ids that do not fit in an index_t.
     """
     cdef offset_t value = 0
-    while is_digit(buf[pos]):
+    while pos < end and is_digit(buf[pos]):
         if value <= MAX_ID:
             value = value * 10 + (buf[pos] - c'0')
         pos += 1
@@ -66,13 +111,11 @@ cdef inline offset_t scan_id(const unsigned char* buf, offset_t pos,
     return pos
 
 
-cdef inline int id_problem(const unsigned char* buf, offset_t start, offset_t end,
-                           offset_t value, int malformed_code) noexcept nogil:
-    """Classify the id scanned from `start` to `end`: PARSE_OK or an error code."""
-    if end == start:
-        # A '-' is never the last byte (the buffer ends with '\n'), so
-        # buf[start + 1] is inside the buffer.
-        if buf[start] == c'-' and is_digit(buf[start + 1]):
+cdef inline int id_problem(const unsigned char* buf, offset_t start, offset_t id_end,
+                           offset_t end, offset_t value, int malformed_code) noexcept nogil:
+    """Classify the id scanned from `start` to `id_end`: PARSE_OK or an error code."""
+    if id_end == start:
+        if end - start >= 2 and buf[start] == c'-' and is_digit(buf[start + 1]):
             return NEGATIVE_ID
         return malformed_code
     if value > MAX_ID:
@@ -80,107 +123,156 @@ cdef inline int id_problem(const unsigned char* buf, offset_t start, offset_t en
     return PARSE_OK
 
 
-cdef offset_t parse_labels(const unsigned char* buf, offset_t pos, offset_t line,
+cdef offset_t parse_labels(const unsigned char* buf, offset_t pos, offset_t end, offset_t line,
                            csr_rows* out, parse_error* error) noexcept nogil:
     """Parse the label list `l1,l2,...` at `pos`; return the position after it."""
     cdef offset_t token_start = pos
     cdef offset_t id_end, label
     cdef int problem
     while True:
-        id_end = scan_id(buf, pos, &label)
-        problem = id_problem(buf, pos, id_end, label, BAD_LABEL_LIST)
+        id_end = scan_id(buf, pos, end, &label)
+        problem = id_problem(buf, pos, id_end, end, label, BAD_LABEL_LIST)
         if problem != PARSE_OK:
             return fail(error, problem, token_start, line, 0)
         out.label_indices[out.n_label_entries] = <index_t>label
         out.n_label_entries += 1
         pos = id_end
-        if buf[pos] == c',':
-            pos += 1
-        elif ends_token(buf[pos]):
+        if ends_token(buf, pos, end):
             return pos
-        else:
+        if buf[pos] != c',':
             return fail(error, BAD_LABEL_LIST, token_start, line, 0)
-
-
-cdef inline bint is_qid(const unsigned char* buf, offset_t pos) noexcept nogil:
-    # Short-circuiting keeps every read before the terminating '\n'.
-    return (buf[pos] == c'q' and buf[pos + 1] == c'i' and buf[pos + 2] == c'd'
-            and buf[pos + 3] == c':')
-
-
-cdef inline offset_t scan_exact_decimal(const unsigned char* buf, offset_t pos,
-                                        float32_t* value_out) noexcept nogil:
-    """Convert a short plain decimal at `pos` exactly; return its end, or -1.
-
-    Returns -1 (the caller then uses strtof) unless the token is
-    `[-]digits[.digits]` with a mantissa <= 2**24 and at most 10 fraction
-    digits, followed by the end of the token.
-    """
-    cdef bint negative = buf[pos] == c'-'
-    cdef offset_t start, mantissa = 0
-    cdef int n_fraction = 0
-    if negative:
         pos += 1
-    start = pos
-    while is_digit(buf[pos]) and mantissa <= MAX_EXACT_MANTISSA:
-        mantissa = mantissa * 10 + (buf[pos] - c'0')
+
+
+cdef inline bint is_qid(const unsigned char* buf, offset_t pos, offset_t end) noexcept nogil:
+    return (end - pos >= 4 and buf[pos] == c'q' and buf[pos + 1] == c'i'
+            and buf[pos + 2] == c'd' and buf[pos + 3] == c':')
+
+
+cdef inline offset_t scan_digits(const unsigned char* buf, offset_t pos, offset_t end,
+                                 offset_t* mantissa) noexcept nogil:
+    """Append the digits at `pos` to `mantissa`; return the position after them."""
+    while pos < end and is_digit(buf[pos]):
+        # Saturate: past 2**24 the value is only ever compared with the limit.
+        if mantissa[0] <= MAX_EXACT_MANTISSA:
+            mantissa[0] = mantissa[0] * 10 + (buf[pos] - c'0')
         pos += 1
-    if buf[pos] == c'.':
-        pos += 1
-        while (is_digit(buf[pos]) and mantissa <= MAX_EXACT_MANTISSA
-               and n_fraction <= MAX_EXACT_FRACTION_DIGITS):
-            mantissa = mantissa * 10 + (buf[pos] - c'0')
-            n_fraction += 1
-            pos += 1
-        if n_fraction == 0:
-            return -1  # "1." or a lone ".": left to strtof
-    if (pos == start or not ends_token(buf[pos]) or mantissa > MAX_EXACT_MANTISSA
-            or n_fraction > MAX_EXACT_FRACTION_DIGITS):
-        return -1
-    value_out[0] = <float32_t>mantissa / POWERS_OF_TEN[n_fraction]
-    if negative:
-        value_out[0] = -value_out[0]
     return pos
 
 
-cdef offset_t parse_value(const unsigned char* buf, offset_t pos, offset_t token_start,
-                          offset_t line, float32_t* value_out,
+cdef inline offset_t scan_decimal(const unsigned char* buf, offset_t pos, offset_t end,
+                                  decimal* number) noexcept nogil:
+    """Match `[+-]?(digits[.[digits]] | .digits)([eE][+-]?digits)?` at `pos`.
+
+    Returns the position after the match, or -1 if there is none. Only this
+    ASCII grammar is a value, whatever else strtof would accept (hexadecimal,
+    a locale's decimal comma); `1_0` or non-ASCII digits never match.
+    """
+    # Locals, not `number`'s fields, in the loops: writes through a pointer
+    # could alias the (char) buffer, which would keep them out of registers.
+    cdef offset_t mantissa = 0
+    cdef offset_t n_fraction = 0
+    cdef bint negative = pos < end and buf[pos] == c'-'
+    cdef bint has_exponent = False
+    cdef offset_t digits_start, fraction_start, exponent_start
+    if pos < end and (buf[pos] == c'-' or buf[pos] == c'+'):
+        pos += 1
+    digits_start = pos
+    pos = scan_digits(buf, pos, end, &mantissa)
+    if pos < end and buf[pos] == c'.':
+        fraction_start = pos + 1
+        pos = scan_digits(buf, fraction_start, end, &mantissa)
+        n_fraction = pos - fraction_start
+        if pos - digits_start == 1:
+            return -1  # a lone '.'
+    elif pos == digits_start:
+        return -1
+    if pos < end and (buf[pos] == c'e' or buf[pos] == c'E'):
+        pos += 1
+        if pos < end and (buf[pos] == c'-' or buf[pos] == c'+'):
+            pos += 1
+        exponent_start = pos
+        while pos < end and is_digit(buf[pos]):
+            pos += 1
+        if pos == exponent_start:
+            return -1
+        has_exponent = True
+    number.mantissa = mantissa
+    number.n_fraction = n_fraction
+    number.negative = negative
+    number.has_exponent = has_exponent
+    return pos
+
+
+cdef inline bint is_word(const unsigned char* buf, offset_t pos, offset_t end,
+                         const char* word, offset_t length) noexcept nogil:
+    """True if buf[pos:end] is `word` (lowercase ASCII) up to case."""
+    cdef offset_t i
+    if end - pos != length:
+        return False
+    for i in range(length):
+        # OR-ing 0x20 lowercases ASCII letters; `word` holds only letters.
+        if buf[pos + i] | 0x20 != <unsigned char>word[i]:
+            return False
+    return True
+
+
+cdef bint names_non_finite(const unsigned char* buf, offset_t pos, offset_t end) noexcept nogil:
+    """True if the token at `pos` is `nan`, `inf` or `infinity` (signed, any case)."""
+    cdef offset_t token_end = pos
+    while not ends_token(buf, token_end, end):
+        token_end += 1
+    if pos < token_end and (buf[pos] == c'-' or buf[pos] == c'+'):
+        pos += 1
+    return (is_word(buf, pos, token_end, "nan", 3) or is_word(buf, pos, token_end, "inf", 3)
+            or is_word(buf, pos, token_end, "infinity", 8))
+
+
+cdef offset_t parse_value(const unsigned char* buf, offset_t pos, offset_t end,
+                          offset_t token_start, offset_t line, float32_t* value_out,
                           parse_error* error) noexcept nogil:
     """Parse the number at `pos` (after `id:`); return the position after it."""
-    cdef offset_t end
-    cdef char* number_end
+    cdef decimal number
+    cdef offset_t number_end = scan_decimal(buf, pos, end, &number)
+    cdef char* strtof_end
     cdef float32_t value
-    if ends_token(buf[pos]):
-        return fail(error, BAD_FEATURE_TOKEN, token_start, line, 0)
-    end = scan_exact_decimal(buf, pos, value_out)
-    if end >= 0:
-        return end
-    # strtof skips leading blanks, but ends_token(buf[pos]) was ruled out
-    # above, and it stops at the terminating '\n' at the latest.
-    value = strtof(<const char*>(buf + pos), &number_end)
-    end = <offset_t>(<const unsigned char*>number_end - buf)
-    if end == pos or not ends_token(buf[end]):
+    if number_end < 0 or not ends_token(buf, number_end, end):
+        if ends_token(buf, pos, end):
+            return fail(error, BAD_FEATURE_TOKEN, token_start, line, 0)
+        if names_non_finite(buf, pos, end):
+            return fail(error, NON_FINITE_VALUE, token_start, line, 0)
+        return fail(error, BAD_VALUE, token_start, line, 0)
+    if (not number.has_exponent and number.mantissa <= MAX_EXACT_MANTISSA
+            and number.n_fraction <= MAX_EXACT_FRACTION_DIGITS):
+        value = <float32_t>number.mantissa / POWERS_OF_TEN[number.n_fraction]
+        value_out[0] = -value if number.negative else value
+        return number_end
+    # The match is followed by a blank, the CR or the '\n' ending the line,
+    # which end any number, so strtof converts exactly the matched text; a
+    # different end means strtof reads numbers otherwise (LC_NUMERIC locale).
+    value = strtof(<const char*>(buf + pos), &strtof_end)
+    if <const unsigned char*>strtof_end != buf + number_end:
         return fail(error, BAD_VALUE, token_start, line, 0)
     if not isfinite(value):
         return fail(error, NON_FINITE_VALUE, token_start, line, 0)
     value_out[0] = value
-    return end
+    return number_end
 
 
-cdef offset_t parse_feature(const unsigned char* buf, offset_t pos, offset_t line,
+cdef offset_t parse_feature(const unsigned char* buf, offset_t pos, offset_t end, offset_t line,
                             csr_rows* out, parse_error* error) noexcept nogil:
     """Parse one `id:value` token at `pos`; return the position after it."""
     cdef offset_t token_start = pos
     cdef offset_t feature
-    cdef offset_t id_end = scan_id(buf, pos, &feature)
-    cdef int problem = id_problem(buf, pos, id_end, feature, BAD_FEATURE_TOKEN)
-    if problem == PARSE_OK and buf[id_end] != c':':
+    cdef offset_t id_end = scan_id(buf, pos, end, &feature)
+    cdef int problem = id_problem(buf, pos, id_end, end, feature, BAD_FEATURE_TOKEN)
+    if problem == PARSE_OK and (id_end == end or buf[id_end] != c':'):
         problem = BAD_FEATURE_TOKEN
-    if problem == BAD_FEATURE_TOKEN and is_qid(buf, pos):
+    if problem == BAD_FEATURE_TOKEN and is_qid(buf, pos, end):
         problem = QID_TOKEN
     if problem != PARSE_OK:
         return fail(error, problem, token_start, line, 0)
-    pos = parse_value(buf, id_end + 1, token_start, line,
+    pos = parse_value(buf, id_end + 1, end, token_start, line,
                       &out.feature_values[out.n_feature_entries], error)
     if pos >= 0:
         out.feature_indices[out.n_feature_entries] = <index_t>feature
@@ -276,38 +368,38 @@ cdef int finish_row(csr_rows* out, offset_t feature_start, offset_t label_start,
     return 0
 
 
-cdef inline bint first_token_is_feature(const unsigned char* buf, offset_t pos) noexcept nogil:
+cdef inline bint first_token_is_feature(const unsigned char* buf, offset_t pos,
+                                        offset_t end) noexcept nogil:
     """True if the token at `pos` contains ':' (a feature, not a label list)."""
-    while not ends_token(buf[pos]):
+    while not ends_token(buf, pos, end):
         if buf[pos] == c':':
             return True
         pos += 1
     return False
 
 
-cdef offset_t parse_line(const unsigned char* buf, offset_t pos, bint labels_first,
-                         offset_t line, csr_rows* out, parse_error* error) noexcept nogil:
-    """Parse the row starting at `pos`; return the position of its '\\n'."""
+cdef int parse_line(const unsigned char* buf, offset_t pos, offset_t end, bint labels_first,
+                    offset_t line, csr_rows* out, parse_error* error) noexcept nogil:
+    """Parse the row whose text is buf[pos:end] (no line end in it); 0, or -1 on error."""
     cdef offset_t line_start = pos
     cdef offset_t feature_start = out.n_feature_entries
     cdef offset_t label_start = out.n_label_entries
     # A line that starts with a blank, or whose first token is `id:value`,
     # has no labels.
-    if labels_first and not ends_token(buf[pos]) and not first_token_is_feature(buf, pos):
-        pos = parse_labels(buf, pos, line, out, error)
+    if (labels_first and not ends_token(buf, pos, end)
+            and not first_token_is_feature(buf, pos, end)):
+        pos = parse_labels(buf, pos, end, line, out, error)
         if pos < 0:
             return -1
     while True:
-        while is_blank(buf[pos]):
+        while pos < end and is_blank(buf[pos]):
             pos += 1
-        if buf[pos] == c'\n':
+        if pos == end:
             break
-        pos = parse_feature(buf, pos, line, out, error)
+        pos = parse_feature(buf, pos, end, line, out, error)
         if pos < 0:
             return -1
-    if finish_row(out, feature_start, label_start, line_start, line, error) < 0:
-        return -1
-    return pos
+    return finish_row(out, feature_start, label_start, line_start, line, error)
 
 
 cdef offset_t parse_rows(const unsigned char* buf, offset_t start, offset_t end,
@@ -315,18 +407,23 @@ cdef offset_t parse_rows(const unsigned char* buf, offset_t start, offset_t end,
                          parse_error* error) noexcept nogil:
     """Parse every line of buf[start:end] into `out`; return the rows parsed.
 
-    Returns -1 with `error` filled in at the first malformed row. Requires
-    buf[start:end] to be empty or to end with '\\n' (see _parse.pxd).
+    Returns -1 with `error` filled in at the first malformed row, including
+    a last line without its '\\n'.
     """
     cdef offset_t pos = start
     cdef offset_t line = first_line
+    cdef offset_t line_end, row_end
     out.feature_indptr[0] = 0
     out.label_indptr[0] = 0
     while pos < end:
-        pos = parse_line(buf, pos, labels_first, line, out, error)
-        if pos < 0:
+        line_end = find_line_end(buf, pos, end)
+        if line_end < 0:
+            return fail(error, NO_FINAL_NEWLINE, end, line, 0)
+        row_end = text_end(buf, pos, line_end)
+        if parse_line(buf, pos, row_end, labels_first, line, out, error) < 0:
+            blame_control_character(buf, pos, row_end, error)
             return -1
-        pos += 1
+        pos = line_end + 1
         line += 1
     return out.n_rows
 
@@ -389,8 +486,6 @@ def parse_sparse_rows(const unsigned char[::1] data, offset_t start, bint labels
     cdef const unsigned char* buf = &data[0] if end > 0 else NULL
     with nogil:
         count_delimiters(buf, start, end, &n_colons, &n_commas, &n_newlines)
-    if end > start and data[end - 1] != c'\n':
-        return None, (NO_FINAL_NEWLINE, end, first_line + n_newlines, 0)
     # Arrays get at least one element so that taking the address of the first
     # is valid even for an empty body.
     cdef cnp.ndarray feature_indptr = np.zeros(n_newlines + 1, dtype=np.int64)
@@ -412,11 +507,13 @@ def parse_sparse_rows(const unsigned char[::1] data, offset_t start, bint labels
         n_rows = parse_rows(buf, start, end, labels_first, first_line, &out, &error)
     if n_rows < 0:
         return None, (error.code, error.offset, error.line, error.value)
+    # One row per '\n' by construction, but the matrices are built from the
+    # rows actually parsed, never from a count of delimiters.
     arrays = (
-        feature_indptr,
+        feature_indptr[:n_rows + 1],
         _trimmed(feature_indices, out.n_feature_entries),
         _trimmed(feature_values, out.n_feature_entries),
-        label_indptr,
+        label_indptr[:n_rows + 1],
         _trimmed(label_indices, out.n_label_entries),
     )
     return arrays, None

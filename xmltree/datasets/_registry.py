@@ -20,12 +20,12 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from numbers import Integral
 from pathlib import Path
 
 import scipy.sparse as sp
 
 from . import _formats
+from ._checks import check_dimension
 from ._download import download_file, extract_archive
 
 logger = logging.getLogger(__name__)
@@ -312,15 +312,15 @@ def load_dataset(name: str, data_home: str | os.PathLike | None = None, *,
         If the files are missing and ``download`` is False; the message
         says where the loader looked and how to obtain the data.
     ValueError
-        On a bad ``subset``/``split``, or when downloading without a mirror.
+        On a bad ``subset``, a ``split`` that is not an integer in
+        ``[0, 2**31 - 1]``, or when downloading without a mirror.
     DownloadError
         If the download fails (an :class:`OSError`; see
         :func:`~xmltree.datasets._download.download_file`).
     """
     if subset not in ("train", "test", "both"):
         raise ValueError(f"subset must be 'train', 'test' or 'both', got {subset!r}")
-    if isinstance(split, bool) or not isinstance(split, Integral) or split < 0:
-        raise ValueError(f"split must be a non-negative int, got {split!r}")
+    check_dimension("split", split)
     info = DATASETS[name]
     home = get_data_home(data_home)
     folder = _existing_folder(home, info)

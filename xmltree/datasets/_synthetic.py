@@ -17,17 +17,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
 
 from .._validation import make_csr
+from ._checks import check_dimension
 
 __all__ = ["make_synthetic", "make_synthetic_preset", "SyntheticPreset", "SYNTHETIC_PRESETS"]
-
-#: Largest row or column count whose ids fit the package's int32 indices.
-_MAX_INDEX = np.iinfo(np.int32).max
 
 
 def make_synthetic(n_samples: int, n_features: int, n_labels: int, avg_labels: float = 3.0, *,
@@ -294,10 +292,7 @@ def _check_arguments(n_samples, n_features, n_labels, avg_labels, avg_features, 
     """Raise ``ValueError`` naming the first argument that is out of range."""
     for name, value in (("n_samples", n_samples), ("n_features", n_features),
                         ("n_labels", n_labels)):
-        if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if value > _MAX_INDEX:
-            raise ValueError(f"{name} must fit in int32 indices, got {value}")
+        check_dimension(name, value, low=1)
     reals = {"avg_labels": avg_labels, "avg_features": avg_features,
              "label_power": label_power, "noise": noise}
     for name, value in reals.items():
