@@ -14,7 +14,7 @@ from xmltree.datasets import iter_xc_chunks, read_predictions, read_xc, write_pr
 from xmltree.exceptions import DataFormatError, NotFittedError
 from xmltree.ldsm import LdSM, merge
 
-FAST = {"max_nodes": 15, "epochs": 3}
+FAST = {"max_nodes": 15, "epochs": 3, "leaf_model": "histogram"}
 
 
 def assert_same_trees(trees_a, trees_b):
@@ -96,7 +96,7 @@ def test_merge_refuses_incompatible_hyper_parameters(rng, change, problem_name):
 
 def test_merge_refuses_other_shapes_duplicates_and_bad_input(rng):
     a, trees = model_from_random_trees(rng, n_trees=2)
-    wider = LdSM(n_trees=2)
+    wider = LdSM(n_trees=2, leaf_model="histogram", feature_scaling=None)
     wider._set_trees(trees, a.n_features_in_ + 1, a.n_labels_)
     with pytest.raises(ValueError, match="n_features_in_="):
         merge([a, wider])

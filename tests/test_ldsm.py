@@ -32,13 +32,15 @@ except ImportError:
 needs_build_tree = pytest.mark.skipif(not HAVE_BUILD_TREE, reason="xmltree._ldsm not built")
 
 N_FEATURES, N_LABELS = 20, 30
+#: The paper's LdSM: histogram leaves on the features as given.
+PAPER = {"leaf_model": "histogram", "feature_scaling": None}
 
 
 def model_from_random_trees(rng, *, n_trees=3, arity=2, routing="margin"):
     """A fitted LdSM whose trees are random (no training needed)."""
     trees = [random_flat_tree(rng, arity=arity, n_features=N_FEATURES, n_labels=N_LABELS)
              for _ in range(n_trees)]
-    model = LdSM(n_trees=n_trees, arity=arity, routing=routing)
+    model = LdSM(n_trees=n_trees, arity=arity, routing=routing, **PAPER)
     model._set_trees(trees, N_FEATURES, N_LABELS)
     return model, trees
 
@@ -100,7 +102,7 @@ def test_fit_warns_when_lemma_2_does_not_hold(arity, lambda1, lambda2, warns):
 def test_get_set_params_and_repr():
     model = LdSM(n_trees=5, routing="sigmoid")
     params = model.get_params()
-    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 19
+    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 24
     assert model.set_params(arity=3, verbose=True) is model
     assert model.arity == 3
     assert repr(model) == "LdSM(n_trees=5, arity=3, routing='sigmoid', verbose=True)"
@@ -372,7 +374,7 @@ def test_unusable_training_data_is_an_error():
         LdSM().fit(np.ones((3, 2)), [[0], [1]])
 
 
-FAST = {"n_trees": 3, "max_nodes": 31, "epochs": 4}
+FAST = {"n_trees": 3, "max_nodes": 31, "epochs": 4, **PAPER}
 
 
 @needs_build_tree

@@ -11,6 +11,8 @@
 
 from libc.stdint cimport uint8_t
 
+from ._label_models cimport LabelModelView
+from ._sparse cimport CSRView
 from ._types cimport float32_t, float64_t, index_t, offset_t
 
 
@@ -51,6 +53,11 @@ cdef struct ForestArrays:
     const offset_t* leaf_indptr      # (n_nodes + 1,) CSR rows = leaf histograms
     const index_t* leaf_labels       # sorted label ids within each leaf
     const float32_t* leaf_values     # normalised histogram values (sum to 1 per leaf)
+    bint rescore                     # label classifiers re-score the best labels
+    LabelModelView label_models      # the classifiers (when `rescore`)
+    index_t n_candidates             # labels re-scored per example, by histogram score
+    float64_t histogram_weight       # beta: score = sigmoid(margin_scale * z)^(1 - beta)
+    float64_t margin_scale           #   * histogram^beta
 
 
 cdef struct LeafPair:
@@ -97,6 +104,11 @@ cdef struct Scratch:
                                  # feature-major: child m's weight for feature j at
                                  # feature_slot[j] * arity + m; all zero between nodes
     uint8_t* goes                # (arity,) children chosen by the routing rule
+    const CSRView* rows          # the examples being predicted (for re-scoring)
+    float32_t* dense_x           # (n_features,) one example spread out, zero between
+                                 # examples (only with label classifiers)
+    index_t* candidate_labels    # (n_candidates,) heap of the labels to re-score
+    float64_t* candidate_scores  # (n_candidates,) their histogram scores
 
 
 cdef class Forest:
@@ -118,6 +130,13 @@ cdef class Forest:
     cdef readonly float64_t threshold    # routing threshold on the raw score
     cdef readonly bint dense_scores      # see ForestArrays.dense_scores
     cdef readonly bint sum_leaves        # see ForestArrays.sum_leaves
+    cdef readonly object label_indptr    # int64 (n_labels + 1,), or None: histograms only
+    cdef readonly object label_indices   # int32 feature ids of the label classifiers
+    cdef readonly object label_values    # float32 weights of the label classifiers
+    cdef readonly object label_bias      # float32 (n_labels,)
+    cdef readonly index_t n_candidates   # see ForestArrays.n_candidates
+    cdef readonly float64_t histogram_weight  # see ForestArrays.histogram_weight
+    cdef readonly float64_t margin_scale      # see ForestArrays.margin_scale
     cdef ForestArrays arrays             # raw views for the kernels
 
     cdef void _fill_arrays(self)

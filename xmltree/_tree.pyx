@@ -30,6 +30,7 @@ cimport cython
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 from libc.stdint cimport uint8_t
+from libc.math cimport exp, log, log1p
 from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 
 import numpy as np
@@ -42,8 +43,11 @@ cdef extern from *:
     # Hint the CPU to start loading a cache line (GCC/Clang builtin).
     void prefetch "XMLTREE_PREFETCH" (const void* address) noexcept nogil
 
+from ._label_models cimport label_margin
 from ._routing cimport route
-from ._sparse cimport CSRView, csr_view
+from ._row_buffer cimport (RowBuffer, allocate_row_buffers, check_row_buffers, free_row_buffers,
+                           gather_rows, reserve_pairs)
+from ._sparse cimport CSRView, csr_view, row_indices, row_nnz, row_values
 from ._top_k cimport offer_top_k, sort_top_k
 from ._types cimport float32_t, float64_t, index_t, offset_t
 
@@ -66,15 +70,6 @@ DENSE_SCORES_RATIO = 1.0
 # --------------------------------------------------------------------------
 # Internal structs
 # --------------------------------------------------------------------------
-
-cdef struct RowBuffer:
-    # One thread's growing output of (label, score) pairs for predict_scores.
-    index_t* labels      # label ids, sorted within each row
-    float32_t* values    # scores of `labels`
-    offset_t size        # pairs written
-    offset_t capacity    # pairs allocated
-    bint failed          # an allocation failed; the output is incomplete
-
 
 ctypedef void (*BlockAction)(const ForestArrays* f, Scratch* s, index_t first, index_t n_rows,
                              int thread, void* output) noexcept nogil
@@ -147,6 +142,7 @@ cdef class Forest:
         self.n_labels = n_labels
         self.threshold = routing_threshold(routing)
         self.sum_leaves = leaf_aggregation == "sum"
+        self.label_indptr = None
         arrays = concatenate_trees(list(trees), arity, n_features, release)
         self.tree_offset = arrays["tree_offset"]
         self.first_child = arrays["first_child"]
@@ -194,6 +190,50 @@ cdef class Forest:
         self.arrays.leaf_indptr = &leaf_indptr[0]
         self.arrays.leaf_labels = &leaf_labels[0]
         self.arrays.leaf_values = &leaf_values[0]
+        self.arrays.rescore = False
+
+    def use_label_models(self, weights, bias, *, index_t n_candidates,
+                         double histogram_weight, double margin_scale):
+        """Re-score each example's best labels with per-label linear classifiers.
+
+        From then on, the ``n_candidates`` labels of highest histogram score
+        ``h`` of an example are scored ``sigmoid(margin_scale * z) ** (1 -
+        histogram_weight) * h ** histogram_weight``, where ``z`` is the
+        label's classifier margin, and the other labels are dropped.
+
+        Parameters
+        ----------
+        weights : scipy.sparse.csr_matrix of float32, shape (n_labels, n_features)
+            One classifier per label, int64 indptr, int32 sorted feature ids,
+            finite values, as ``xmltree._flat_tree.check_label_models`` checks.
+        bias : numpy.ndarray of float32, shape (n_labels,)
+            Their biases.
+        n_candidates : int
+            Labels re-scored per example, >= 1.
+        histogram_weight : float
+            Exponent of the histogram score, in [0, 1].
+        margin_scale : float
+            Slope of the sigmoid of the margin, > 0.
+        """
+        self.label_indptr = weights.indptr
+        self.label_indices = weights.indices
+        self.label_values = weights.data
+        self.label_bias = bias
+        self.n_candidates = n_candidates
+        self.histogram_weight = histogram_weight
+        self.margin_scale = margin_scale
+        cdef const offset_t[::1] indptr = self.label_indptr
+        cdef const index_t[::1] indices = self.label_indices
+        cdef const float32_t[::1] values = self.label_values
+        cdef const float32_t[::1] bias_view = self.label_bias
+        self.arrays.label_models.indptr = &indptr[0]
+        self.arrays.label_models.indices = &indices[0] if indices.shape[0] else NULL
+        self.arrays.label_models.values = &values[0] if values.shape[0] else NULL
+        self.arrays.label_models.bias = &bias_view[0]
+        self.arrays.n_candidates = n_candidates
+        self.arrays.histogram_weight = histogram_weight
+        self.arrays.margin_scale = margin_scale
+        self.arrays.rescore = True
 
     @property
     def n_trees(self):
@@ -269,15 +309,10 @@ cdef class Forest:
         out.row_thread = <index_t*>cnp.PyArray_DATA(row_thread)
         out.row_start = <offset_t*>cnp.PyArray_DATA(row_start)
         out.row_nnz = <offset_t*>cnp.PyArray_DATA(row_nnz)
-        out.buffers = <RowBuffer*>calloc(n_threads, sizeof(RowBuffer))
-        cdef int thread
+        out.buffers = allocate_row_buffers(n_threads)
         try:
-            if out.buffers == NULL:
-                raise MemoryError()
             predict_blocks(&self.arrays, X, n_threads, collect_block_scores, &out)
-            for thread in range(n_threads):
-                if out.buffers[thread].failed:
-                    raise MemoryError("cannot allocate the prediction output")
+            check_row_buffers(out.buffers, n_threads)
             return gather_rows(out.buffers, row_thread, row_start, row_nnz, self.n_labels)
         finally:
             free_row_buffers(out.buffers, n_threads)
@@ -332,6 +367,7 @@ cdef int predict_blocks(const ForestArrays* f, X, int n_threads, BlockAction act
                                 schedule="dynamic"):
                 thread = threadid()
                 scratch = &scratches[thread]
+                scratch.rows = &rows
                 first = block * rows_per_block
                 n_rows = min(rows_per_block, n_samples - first)
                 descend_block(f, scratch, &rows, first, n_rows)
@@ -354,6 +390,8 @@ cdef void rank_block(const ForestArrays* f, Scratch* s, index_t first, index_t n
         if j + 1 < n_rows:
             prefetch_histograms(f, s, j + 1)
         score_example(f, s, j)
+        if f.rescore:
+            rescore_example(f, s, first + j)
         at = <offset_t>(first + j) * out.k
         select_top_k(s, out.heap_size, out.labels + at, out.scores + at)
         clear_labels(s)
@@ -366,6 +404,8 @@ cdef void collect_block_scores(const ForestArrays* f, Scratch* s, index_t first,
     cdef index_t j
     for j in range(n_rows):
         score_example(f, s, j)
+        if f.rescore:
+            rescore_example(f, s, first + j)
         out.row_thread[first + j] = thread
         out.row_start[first + j] = out.buffers[thread].size
         out.row_nnz[first + j] = s.n_touched
@@ -422,34 +462,6 @@ cdef Scratch* allocate_scratch(const ForestArrays* f, int n_threads) except NULL
     return scratches
 
 
-@cython.wraparound(True)
-cdef object gather_rows(RowBuffer* buffers, row_thread, row_start, row_nnz,
-                        index_t n_labels):
-    """Copy the per-thread outputs of predict_scores into one CSR matrix."""
-    cdef index_t n_samples = row_nnz.shape[0]
-    indptr = np.zeros(n_samples + 1, dtype=np.int64)
-    np.cumsum(row_nnz, out=indptr[1:])
-    indices = np.empty(indptr[-1], dtype=np.int32)
-    data = np.empty(indptr[-1], dtype=np.float32)
-    cdef index_t[::1] indices_view = indices
-    cdef float32_t[::1] data_view = data
-    cdef const offset_t[::1] indptr_view = indptr
-    cdef const index_t[::1] thread_view = row_thread
-    cdef const offset_t[::1] start_view = row_start
-    cdef index_t i
-    cdef offset_t p, source
-    cdef RowBuffer* buffer
-    with nogil:
-        for i in range(n_samples):
-            buffer = &buffers[thread_view[i]]
-            source = start_view[i]
-            for p in range(indptr_view[i], indptr_view[i + 1]):
-                indices_view[p] = buffer.labels[source]
-                data_view[p] = buffer.values[source]
-                source += 1
-    return sp.csr_matrix((data, indices, indptr), shape=(n_samples, n_labels))
-
-
 # --------------------------------------------------------------------------
 # Scratch memory
 # --------------------------------------------------------------------------
@@ -483,6 +495,12 @@ cdef int init_scratch(Scratch* s, const ForestArrays* f) noexcept nogil:
     s.feature_value_capacity = 0
     s.node_block = <float32_t*>calloc(<offset_t>f.n_features * f.arity, sizeof(float32_t))
     s.goes = <uint8_t*>malloc(f.arity * sizeof(uint8_t))
+    if f.rescore:
+        s.dense_x = <float32_t*>calloc(f.n_features, sizeof(float32_t))
+        s.candidate_labels = <index_t*>malloc(f.n_candidates * sizeof(index_t))
+        s.candidate_scores = <float64_t*>malloc(f.n_candidates * sizeof(float64_t))
+        if s.dense_x == NULL or s.candidate_labels == NULL or s.candidate_scores == NULL:
+            return -1
     if (s.label_score == NULL or s.label_seen == NULL
             or s.touched == NULL or s.stack == NULL or s.stack_start == NULL
             or s.stack_count == NULL or s.members == NULL or s.child_count == NULL
@@ -519,6 +537,9 @@ cdef void free_scratch(Scratch* scratches, int n_threads) noexcept nogil:
         free(scratches[t].feature_value)
         free(scratches[t].node_block)
         free(scratches[t].goes)
+        free(scratches[t].dense_x)
+        free(scratches[t].candidate_labels)
+        free(scratches[t].candidate_scores)
     free(scratches)
 
 
@@ -913,6 +934,36 @@ cdef void list_scored_labels(const ForestArrays* f, Scratch* s) noexcept nogil:
     s.n_touched = n_touched
 
 
+cdef void rescore_example(const ForestArrays* f, Scratch* s, index_t row) noexcept nogil:
+    """Replace the scores of example `row` (just accumulated by
+    `score_example`) by the blend of its label classifiers and histograms,
+    for its ``n_candidates`` best labels by histogram score; the others go."""
+    cdef index_t j, label, size = 0
+    cdef index_t nnz = row_nnz(s.rows, row)
+    cdef const index_t* features = row_indices(s.rows, row)
+    cdef const float32_t* values = row_values(s.rows, row)
+    cdef float64_t margin, log_sigmoid
+    for j in range(s.n_touched):
+        label = s.touched[j]
+        size = offer_top_k(s.candidate_labels, s.candidate_scores, size, f.n_candidates,
+                           label, s.label_score[label])
+    clear_labels(s)
+    for j in range(nnz):
+        s.dense_x[features[j]] = values[j]
+    for j in range(size):
+        label = s.candidate_labels[j]
+        margin = f.margin_scale * label_margin(&f.label_models, label, s.dense_x)
+        # log(sigmoid(m)), without overflow for large |m|.
+        log_sigmoid = -log1p(exp(-margin)) if margin > 0 else margin - log1p(exp(margin))
+        s.label_score[label] = exp((1.0 - f.histogram_weight) * log_sigmoid
+                                   + f.histogram_weight * log(s.candidate_scores[j]))
+        s.label_seen[label] = 1
+        s.touched[j] = label
+    s.n_touched = size
+    for j in range(nnz):
+        s.dense_x[features[j]] = 0.0
+
+
 cdef inline void clear_labels(Scratch* s) noexcept nogil:
     """Reset the label accumulator through the touched list."""
     cdef index_t j
@@ -948,37 +999,11 @@ cdef int compare_index(const void* a, const void* b) noexcept nogil:
 
 cdef void append_sorted_scores(Scratch* s, RowBuffer* buffer) noexcept nogil:
     """Append the example's (label, score) pairs to `buffer`, by label id."""
-    cdef offset_t needed = buffer.size + s.n_touched, capacity
     cdef index_t j
-    cdef void* grown
-    if buffer.failed:
+    if not reserve_pairs(buffer, s.n_touched):
         return
-    if needed > buffer.capacity:
-        capacity = max(needed, 2 * buffer.capacity, 1024)
-        grown = realloc(buffer.labels, capacity * sizeof(index_t))
-        if grown == NULL:
-            buffer.failed = True
-            return
-        buffer.labels = <index_t*>grown
-        grown = realloc(buffer.values, capacity * sizeof(float32_t))
-        if grown == NULL:
-            buffer.failed = True
-            return
-        buffer.values = <float32_t*>grown
-        buffer.capacity = capacity
     qsort(s.touched, s.n_touched, sizeof(index_t), compare_index)
     for j in range(s.n_touched):
-        buffer.labels[buffer.size + j] = s.touched[j]
+        buffer.indices[buffer.size + j] = s.touched[j]
         buffer.values[buffer.size + j] = <float32_t>s.label_score[s.touched[j]]
-    buffer.size = needed
-
-
-cdef void free_row_buffers(RowBuffer* buffers, int n_threads) noexcept nogil:
-    """Release the per-thread outputs and the array itself."""
-    cdef int t
-    if buffers == NULL:
-        return
-    for t in range(n_threads):
-        free(buffers[t].labels)
-        free(buffers[t].values)
-    free(buffers)
+    buffer.size += s.n_touched

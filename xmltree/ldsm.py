@@ -35,6 +35,14 @@ from ._base import (
     warn_renamed,
 )
 from ._flat_tree import LEAF_AGGREGATIONS, LEAF_SCORES, MAX_ARITY, ROUTING_THRESHOLDS, TREE_ARRAYS
+from ._linear_leaves import (
+    LEAF_MODELS,
+    LINEAR_LEAF_ARRAYS,
+    MARGIN_SCALE,
+    check_linear_leaves,
+    fit_linear_leaves,
+)
+from ._scaling import FEATURE_SCALINGS, FeatureScaler
 from ._streaming import predict_xc_file
 from ._tree import Forest
 from ._validation import check_features, check_labels, take_rows
@@ -177,8 +185,10 @@ class LdSM(TopKEstimator):
     def __init__(self, n_trees=10, arity=2, max_nodes=1000, epochs=20, lambda1=2.0,
                  lambda2=1.0, optimizer="nag", learning_rate=0.1, routing="margin",
                  weight_threshold=0.05, leaf_scores="distribution", leaf_aggregation="mean",
-                 max_weights_per_regressor=2048, max_weights_per_example=4.0, rerank=False,
-                 random_state=None, first_tree=0, n_jobs=-1, verbose=False):
+                 leaf_model="linear", C=0.25, n_candidates=100, histogram_weight=0.2,
+                 feature_scaling="auto", max_weights_per_regressor=2048,
+                 max_weights_per_example=4.0, rerank=False, random_state=None, first_tree=0,
+                 n_jobs=-1, verbose=False):
         self.n_trees = n_trees
         self.arity = arity
         self.max_nodes = max_nodes
@@ -191,6 +201,11 @@ class LdSM(TopKEstimator):
         self.weight_threshold = weight_threshold
         self.leaf_scores = leaf_scores
         self.leaf_aggregation = leaf_aggregation
+        self.leaf_model = leaf_model
+        self.C = C
+        self.n_candidates = n_candidates
+        self.histogram_weight = histogram_weight
+        self.feature_scaling = feature_scaling
         self.max_weights_per_regressor = max_weights_per_regressor
         self.max_weights_per_example = max_weights_per_example
         self.rerank = rerank
@@ -226,6 +241,14 @@ class LdSM(TopKEstimator):
         check_choice("routing", params["routing"], ROUTING_THRESHOLDS)
         check_choice("leaf_scores", params["leaf_scores"], LEAF_SCORES)
         check_choice("leaf_aggregation", params["leaf_aggregation"], LEAF_AGGREGATIONS)
+        check_choice("leaf_model", params["leaf_model"], LEAF_MODELS)
+        check_real("C", params["C"], 0.0, strict=True)
+        check_int("n_candidates", params["n_candidates"], 1)
+        check_real("histogram_weight", params["histogram_weight"], 0.0, strict=False)
+        if params["histogram_weight"] > 1:
+            raise ValueError("histogram_weight must be a finite number in [0, 1], "
+                             f"got {params['histogram_weight']!r}")
+        check_choice("feature_scaling", params["feature_scaling"], FEATURE_SCALINGS)
         make_reranker(params["rerank"])
         check_seed(params["random_state"])
         check_int("first_tree", params["first_tree"], 0)
@@ -267,17 +290,24 @@ class LdSM(TopKEstimator):
         if X.shape[1] == 0:
             raise DataFormatError("X: has no features")
         X, Y = _drop_unlabelled(X, Y)
+        scaler = FeatureScaler(params["feature_scaling"]).fit(X)
+        X = scaler.transform(X)
         if params["weight_threshold"] is None:
             params["weight_threshold"] = 1.0 / X.shape[1]
         # generate_state(n)[:m] == generate_state(m): tree t always gets word t,
         # which is what makes first_tree shards merge into the single fit.
         first = params["first_tree"]
-        seeds = np.random.SeedSequence(params["random_state"]).generate_state(
-            first + params["n_trees"], dtype=np.uint64
-        )[first:]
+        seed_sequence = np.random.SeedSequence(params["random_state"])
+        seeds = seed_sequence.generate_state(first + params["n_trees"], dtype=np.uint64)[first:]
         trees = _build_trees(X, Y, params, seeds)
         # fit owns the trees: the forest may take their arrays as it copies them.
         self._set_trees(trees, X.shape[1], Y.shape[1], release=True, check_trees=False)
+        self.scaler_ = scaler
+        if params["leaf_model"] == "linear":
+            label_seed = seed_sequence.spawn(1)[0].generate_state(1, dtype=np.uint64)[0]
+            self._set_linear_leaves(*fit_linear_leaves(
+                self._forest, X, Y, C=params["C"], n_candidates=params["n_candidates"],
+                seed=int(label_seed), n_threads=n_threads(params["n_jobs"])))
         reranker = make_reranker(params["rerank"])
         if reranker is not None:
             self.reranker_ = reranker._fit(X, Y)
@@ -303,7 +333,16 @@ class LdSM(TopKEstimator):
         self.n_nodes_ = np.array([t["first_child"].shape[0] for t in trees], dtype=np.int64)
         self.n_leaves_ = np.array([np.sum(t["first_child"] < 0) for t in trees], dtype=np.int64)
         self.depth_ = np.array([t["depth"].max() for t in trees], dtype=np.int64)
+        self.label_weights_, self.label_bias_ = None, None
+        self.scaler_ = FeatureScaler.from_state({"kind": "none"}, {}, n_features)
         self.reranker_ = None
+
+    def _set_linear_leaves(self, weights: sp.csr_matrix, bias: np.ndarray) -> None:
+        """Install checked label classifiers: the forest re-scores with them."""
+        self.label_weights_, self.label_bias_ = weights, bias
+        self._forest.use_label_models(weights, bias, n_candidates=self.n_candidates,
+                                      histogram_weight=self.histogram_weight,
+                                      margin_scale=MARGIN_SCALE)
 
     # ------------------------------------------------------------------
     # Prediction and introspection
@@ -477,7 +516,7 @@ class LdSM(TopKEstimator):
             )
 
     def _validate_X(self, X) -> sp.csr_matrix:
-        return check_features(X, n_features=self.n_features_in_)
+        return self.scaler_.transform(check_features(X, n_features=self.n_features_in_))
 
     def _predict_top_k(self, X: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
         return self._forest.predict_top_k(X, k, n_threads(self.n_jobs), check_input=False)
@@ -499,6 +538,12 @@ class LdSM(TopKEstimator):
             f"tree{t}/{name}": tree[name] for t, tree in enumerate(self.trees_)
             for name in TREE_ARRAYS
         }
+        params["scaling"], scaling_arrays = self.scaler_.get_state()
+        arrays.update(scaling_arrays)
+        if self.label_weights_ is not None:
+            arrays.update(zip(LINEAR_LEAF_ARRAYS, (
+                self.label_weights_.indptr, self.label_weights_.indices,
+                self.label_weights_.data, self.label_bias_)))
         if self.reranker_ is not None:
             params["reranker"], reranker_arrays = self.reranker_._get_state()
             arrays.update(reranker_arrays)
@@ -530,9 +575,10 @@ class LdSM(TopKEstimator):
         """
         if not isinstance(params, dict) or not isinstance(params.get("hyper_parameters"), dict):
             raise ModelFormatError("LdSM model: missing hyper-parameters")
-        # Files written before leaf_scores and leaf_aggregation existed hold
-        # distributions and average the leaves.
+        # Files written before these options existed hold distributions,
+        # average the leaves, score with histograms and take features as given.
         hyper = {"leaf_scores": "distribution", "leaf_aggregation": "mean",
+                 "leaf_model": "histogram", "feature_scaling": None,
                  **params["hyper_parameters"]}
         unknown = set(hyper) - set(cls._param_names())
         if unknown:
@@ -548,7 +594,12 @@ class LdSM(TopKEstimator):
             if not is_int(value) or not 1 <= value < 2**31:
                 raise ModelFormatError(f"LdSM model: {name} must be a positive integer")
             sizes[name] = int(value)
+        scaler = FeatureScaler.from_state(params.get("scaling", {"kind": "none"}), arrays,
+                                          sizes["n_features"])
         expected = {f"tree{t}/{name}" for t in range(sizes["n_trees"]) for name in TREE_ARRAYS}
+        expected.update(scaler.get_state()[1])
+        if model.leaf_model == "linear":
+            expected.update(LINEAR_LEAF_ARRAYS)
         tree_arrays = {name for name in arrays if not name.startswith(RERANK_PREFIX)}
         if tree_arrays != expected:
             missing, extra = sorted(expected - tree_arrays), sorted(tree_arrays - expected)
@@ -560,6 +611,10 @@ class LdSM(TopKEstimator):
             for t in range(sizes["n_trees"])
         ]
         model._set_trees(trees, sizes["n_features"], sizes["n_labels"])
+        model.scaler_ = scaler
+        if model.leaf_model == "linear":
+            model._set_linear_leaves(*check_linear_leaves(arrays, sizes["n_features"],
+                                                          sizes["n_labels"]))
         if "reranker" in params:
             model.reranker_ = Reranker._from_state(params["reranker"], arrays)
             if model.reranker_.scorer_.n_labels_ != sizes["n_labels"]:
@@ -618,6 +673,12 @@ def merge(models) -> LdSM:
         raise ValueError("merge needs a non-empty sequence of LdSM models")
     for model in models:
         model._check_fitted()
+        if model.label_weights_ is not None:
+            raise ValueError(
+                "cannot merge models with leaf_model='linear': their label classifiers are "
+                "trained on all the trees of the model; train shards with "
+                "leaf_model='histogram', or train the whole model inside "
+                "joblib.parallel_backend('dask') to spread its trees over a cluster")
     _check_compatible(models)
     hyper = models[0].get_params()
     hyper["n_trees"] = sum(len(model.trees_) for model in models)
@@ -626,6 +687,7 @@ def merge(models) -> LdSM:
     merged = LdSM(**hyper)
     trees = [tree for model in models for tree in model.trees_]
     merged._set_trees(trees, models[0].n_features_in_, models[0].n_labels_, check_trees=False)
+    merged.scaler_ = models[0].scaler_
     if models[0].reranker_ is not None:
         params, arrays = models[0].reranker_._get_state()
         merged.reranker_ = Reranker._from_state(params, arrays)
@@ -654,6 +716,8 @@ def _merge_signature(model: LdSM) -> dict:
     signature = {name: value for name, value in model.get_params().items()
                  if name not in _SHARD_PARAMS and name != "rerank"}
     signature["has_reranker"] = model.reranker_ is not None
+    scaling, idf = model.scaler_.get_state()
+    signature["scaling"] = (scaling["kind"], tuple(idf.get("scaling/idf", ())))
     signature["n_features_in_"], signature["n_labels_"] = model.n_features_in_, model.n_labels_
     return signature
 

@@ -93,7 +93,12 @@ def _learned_tree(**params):
     return run
 
 
-_LDSM = dict(n_trees=3, max_nodes=40, epochs=3)
+#: The paper's LdSM (histogram leaves, features as given) and the linear
+#: leaves on tf-idf features, each with its settings spelt out, so that a
+#: change of defaults does not change the cases.
+_LDSM = dict(n_trees=3, max_nodes=40, epochs=3, leaf_model="histogram", feature_scaling=None)
+_LINEAR = dict(n_trees=3, max_nodes=40, epochs=3, leaf_model="linear", feature_scaling="tfidf",
+               C=0.25, n_candidates=10, histogram_weight=0.3, leaf_scores="frequency")
 
 #: Case name -> ``run(n_jobs) -> (labels, scores)``.
 CASES = {
@@ -104,6 +109,7 @@ CASES = {
     "ldsm_rerank_ridge": _ldsm(**_LDSM, rerank={"tail_scorer": "ridge", "method": "linear",
                                                 "propensity_exponent": 1.0}),
     "ldsm_rerank_logistic": _ldsm(**_LDSM, rerank={"tail_scorer": "logistic", "alpha": 0.5}),
+    "ldsm_linear_tfidf": _ldsm(**_LINEAR),
     "lomtree": _lomtree(epochs=2, shuffle=True, beam_width=1),
     "lomtree_beam": _lomtree(epochs=2, loss="logistic", optimizer="sgd", beam_width=4),
     "learned_tree": _learned_tree(dim=16, epochs=3, n_tree_updates=4),

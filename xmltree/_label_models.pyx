@@ -1,0 +1,318 @@
+"""Training of per-label linear classifiers by dual coordinate descent.
+
+Each label gets an L2-regularised squared-hinge ("L2-loss SVM") classifier,
+
+    min_w  1/2 |w|^2 + C sum_i max(0, 1 - y_i w.[x_i, 1])^2,
+
+over its own set of examples (for LdSM: the training examples whose tree
+neighbourhood holds the label, see ``xmltree.ldsm``), with targets y_i = +1 for
+the examples carrying the label and -1 for the others. The solver is the dual
+coordinate descent of Hsieh et al. (ICML 2008), the method of LIBLINEAR: one
+dual variable alpha_i >= 0 per example, updated in closed form in a random
+order, with w = sum_i alpha_i y_i [x_i, 1] kept up to date, so that a pass
+costs O(non-zeros of the examples). The bias is the weight of an extra
+constant feature 1, regularised like the others, as LIBLINEAR's ``-B 1``.
+
+A pass stops the descent once every projected gradient is within
+``tolerance`` of zero (LIBLINEAR's default for this dual is 0.1), or after
+``max_epochs`` passes. Weights below ``weight_threshold`` in magnitude are
+dropped: the stored model stays O(useful weights), as Parabel's.
+
+Labels are independent: they are trained in parallel (``prange``), each with
+its own generator seeded from ``seed`` and the label id, so the result does
+not depend on the number of threads.
+"""
+
+cimport numpy as cnp
+from cython.parallel cimport prange, threadid
+from libc.math cimport fabs
+from libc.stdint cimport int8_t, uint8_t, uint64_t
+from libc.stdlib cimport calloc, free, malloc, qsort
+
+import numpy as np
+
+from ._random cimport rng_seed, rng_shuffle, rng_state
+from ._row_buffer cimport (RowBuffer, allocate_row_buffers, check_row_buffers, free_row_buffers,
+                           gather_rows, reserve_pairs)
+from ._sparse cimport CSRView, csr_view, row_indices, row_nnz, row_values
+from ._types cimport float32_t, float64_t, index_t, offset_t
+
+__all__ = ["train_label_models"]
+
+cnp.import_array()
+
+
+cdef struct SolverSettings:
+    # Hyper-parameters of the dual coordinate descent, shared by every label.
+    float64_t diagonal           # 1 / (2 C): the squared-hinge term of the dual
+    index_t max_epochs           # passes over a label's examples, at most
+    float64_t tolerance          # stop when every |projected gradient| <= this
+    float32_t weight_threshold   # stored weights need |w| >= this
+    uint64_t seed                # generator seed, combined with the label id
+
+
+cdef struct SolverScratch:
+    # One thread's working memory, sized once for the largest label.
+    float64_t* weights           # (n_features,) dense w, zero between labels
+    uint8_t* seen                # (n_features,) 1 if the feature is in `touched`
+    index_t* touched             # (n_features,) features the label's examples have
+    float64_t* alpha             # (max examples of a label,) dual variables
+    index_t* order               # (same,) visiting order of the examples
+
+
+cdef struct LabelOutput:
+    # Where each label's weights went (see _row_buffer.pxd).
+    RowBuffer* buffers           # (n_threads,)
+    index_t* label_buffer        # (n_labels,) buffer holding the label's weights
+    offset_t* label_start        # (n_labels,) first pair of the label in it
+    offset_t* label_nnz          # (n_labels,) weights kept
+    float32_t* bias              # (n_labels,) biases
+
+
+def train_label_models(X, label_indptr, label_examples, label_targets, *, double C,
+                       int max_epochs, double tolerance, double weight_threshold,
+                       seed, int n_threads=1):
+    """Train one squared-hinge classifier per label.
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix of shape (n_samples, n_features)
+        Features as ``xmltree._validation.check_features`` returns them.
+    label_indptr : numpy.ndarray of int64, shape (n_labels + 1,)
+        Label ``l`` is trained on examples ``label_examples[label_indptr[l]:
+        label_indptr[l + 1]]``.
+    label_examples : numpy.ndarray of int32
+        Row ids of ``X``, each < n_samples.
+    label_targets : numpy.ndarray of int8, same length
+        +1 where the example carries the label, -1 elsewhere.
+    C : float
+        Weight of the loss against the regulariser, > 0.
+    max_epochs : int
+        Passes over a label's examples, at most; >= 1.
+    tolerance : float
+        Stopping tolerance on the projected gradient, >= 0.
+    weight_threshold : float
+        Stored weights satisfy ``|w| >= weight_threshold``.
+    seed : int
+        Seed in ``[0, 2**64)`` of the visiting orders.
+    n_threads : int, default=1
+        OpenMP threads.
+
+    Returns
+    -------
+    weights : scipy.sparse.csr_matrix of float32, shape (n_labels, n_features)
+        One row per label, sorted feature ids, int64 row pointers and int32
+        feature ids.
+    bias : numpy.ndarray of float32, shape (n_labels,)
+        The labels' biases. A label without examples gets an empty row and
+        a zero bias.
+    """
+    cdef index_t n_labels = label_indptr.shape[0] - 1
+    _check_problem(X, label_indptr, label_examples, label_targets, C, max_epochs, n_threads)
+    cdef CSRView rows = csr_view(X)
+    cdef const offset_t[::1] indptr = label_indptr
+    cdef const index_t[::1] examples = label_examples
+    cdef const int8_t[::1] targets = label_targets
+    cdef const float64_t[::1] squared_norms = _squared_norms(X)
+    cdef SolverSettings settings
+    settings.diagonal = 0.5 / C
+    settings.max_epochs = max_epochs
+    settings.tolerance = tolerance
+    settings.weight_threshold = <float32_t>weight_threshold
+    settings.seed = <uint64_t>seed
+    label_buffer = np.zeros(n_labels, dtype=np.int32)
+    label_start = np.zeros(n_labels, dtype=np.int64)
+    label_nnz = np.zeros(n_labels, dtype=np.int64)
+    bias = np.zeros(n_labels, dtype=np.float32)
+    cdef LabelOutput out
+    out.label_buffer = <index_t*>cnp.PyArray_DATA(label_buffer)
+    out.label_start = <offset_t*>cnp.PyArray_DATA(label_start)
+    out.label_nnz = <offset_t*>cnp.PyArray_DATA(label_nnz)
+    out.bias = <float32_t*>cnp.PyArray_DATA(bias)
+    cdef index_t largest = int(np.max(np.diff(label_indptr), initial=0))
+    cdef SolverScratch* scratches = _allocate_scratch(n_threads, rows.n_cols, largest)
+    out.buffers = NULL
+    # Empty arrays have no element 0: NULL, never read (every label is then empty).
+    cdef const index_t* examples_ptr = &examples[0] if examples.shape[0] else NULL
+    cdef const int8_t* targets_ptr = &targets[0] if targets.shape[0] else NULL
+    cdef const float64_t* norms_ptr = &squared_norms[0] if squared_norms.shape[0] else NULL
+    cdef index_t label
+    cdef int thread
+    try:
+        out.buffers = allocate_row_buffers(n_threads)
+        with nogil:
+            for label in prange(n_labels, num_threads=n_threads, schedule="dynamic"):
+                thread = threadid()
+                _train_label(&rows, &indptr[0], examples_ptr, targets_ptr, norms_ptr,
+                             &settings, &scratches[thread], label, thread, &out)
+        check_row_buffers(out.buffers, n_threads)
+        weights = gather_rows(out.buffers, label_buffer, label_start, label_nnz, rows.n_cols)
+        # The layout of the prediction kernels (scipy may narrow the pointers).
+        weights.indptr = weights.indptr.astype(np.int64, copy=False)
+        weights.indices = weights.indices.astype(np.int32, copy=False)
+    finally:
+        _free_scratch(scratches, n_threads)
+        free_row_buffers(out.buffers, n_threads)
+    return weights, bias
+
+
+def _check_problem(X, label_indptr, label_examples, label_targets, C, max_epochs, n_threads):
+    """Check the layout of the arrays (their contents come from the estimator)."""
+    if label_indptr.dtype != np.int64 or label_examples.dtype != np.int32:
+        raise TypeError("label_indptr must be int64 and label_examples int32")
+    if label_targets.dtype != np.int8 or label_targets.shape != label_examples.shape:
+        raise TypeError("label_targets must be int8 and as long as label_examples")
+    if label_indptr.shape[0] < 1 or label_indptr[-1] != label_examples.shape[0]:
+        raise ValueError("label_indptr does not match label_examples")
+    if not (C > 0 and max_epochs >= 1 and n_threads >= 1):
+        raise ValueError("C, max_epochs and n_threads must be positive")
+
+
+def _squared_norms(X):
+    """|x_i|^2 + 1 (the bias feature) of every row, as float64."""
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    values = X.data.astype(np.float64)
+    return np.bincount(rows, weights=values * values, minlength=X.shape[0]) + 1.0
+
+
+cdef SolverScratch* _allocate_scratch(int n_threads, index_t n_features,
+                                      index_t largest) except NULL:
+    """One zeroed scratch per thread (release with `_free_scratch`)."""
+    cdef SolverScratch* scratches = <SolverScratch*>calloc(n_threads, sizeof(SolverScratch))
+    if scratches == NULL:
+        raise MemoryError()
+    cdef int t
+    for t in range(n_threads):
+        scratches[t].weights = <float64_t*>calloc(n_features, sizeof(float64_t))
+        scratches[t].seen = <uint8_t*>calloc(n_features, sizeof(uint8_t))
+        scratches[t].touched = <index_t*>malloc(max(n_features, 1) * sizeof(index_t))
+        scratches[t].alpha = <float64_t*>malloc(max(largest, 1) * sizeof(float64_t))
+        scratches[t].order = <index_t*>malloc(max(largest, 1) * sizeof(index_t))
+        if (scratches[t].weights == NULL or scratches[t].seen == NULL
+                or scratches[t].touched == NULL or scratches[t].alpha == NULL
+                or scratches[t].order == NULL):
+            _free_scratch(scratches, n_threads)
+            raise MemoryError("cannot allocate the label classifiers' scratch memory")
+    return scratches
+
+
+cdef void _free_scratch(SolverScratch* scratches, int n_threads) noexcept nogil:
+    cdef int t
+    if scratches == NULL:
+        return
+    for t in range(n_threads):
+        free(scratches[t].weights)
+        free(scratches[t].seen)
+        free(scratches[t].touched)
+        free(scratches[t].alpha)
+        free(scratches[t].order)
+    free(scratches)
+
+
+cdef void _train_label(const CSRView* X, const offset_t* label_indptr,
+                       const index_t* label_examples, const int8_t* label_targets,
+                       const float64_t* squared_norms, const SolverSettings* settings,
+                       SolverScratch* s, index_t label, int thread,
+                       LabelOutput* out) noexcept nogil:
+    """Solve label `label`'s dual, then store its weights and bias."""
+    cdef offset_t first = label_indptr[label]
+    cdef index_t n = <index_t>(label_indptr[label + 1] - first)
+    cdef const index_t* examples = label_examples + first
+    cdef const int8_t* targets = label_targets + first
+    cdef index_t n_touched = _collect_features(X, examples, n, s)
+    cdef float64_t bias = _descend(X, examples, targets, n, squared_norms, settings, s,
+                                   label)
+    out.bias[label] = <float32_t>bias
+    out.label_buffer[label] = thread
+    _store_weights(s, n_touched, settings.weight_threshold, &out.buffers[thread],
+                   &out.label_start[label], &out.label_nnz[label])
+
+
+cdef index_t _collect_features(const CSRView* X, const index_t* examples, index_t n,
+                               SolverScratch* s) noexcept nogil:
+    """List in ``s.touched`` the features of the examples; return how many."""
+    cdef index_t i, k, j, n_touched = 0, nnz
+    cdef const index_t* features
+    for i in range(n):
+        features = row_indices(X, examples[i])
+        nnz = row_nnz(X, examples[i])
+        for k in range(nnz):
+            j = features[k]
+            if not s.seen[j]:
+                s.seen[j] = 1
+                s.touched[n_touched] = j
+                n_touched += 1
+    return n_touched
+
+
+cdef float64_t _descend(const CSRView* X, const index_t* examples, const int8_t* targets,
+                        index_t n, const float64_t* squared_norms,
+                        const SolverSettings* settings, SolverScratch* s,
+                        index_t label) noexcept nogil:
+    """Dual coordinate descent over the label's examples; return the bias
+    (``s.weights`` holds the feature weights)."""
+    cdef rng_state rng
+    rng_seed(&rng, settings.seed ^ (<uint64_t>label * <uint64_t>0x9E3779B97F4A7C15))
+    cdef float64_t bias = 0.0, gradient, projected, largest, old, step, y
+    cdef index_t i, epoch, position, row, k, nnz
+    cdef const index_t* features
+    cdef const float32_t* values
+    cdef float64_t* w = s.weights
+    for i in range(n):
+        s.alpha[i] = 0.0
+        s.order[i] = i
+    for epoch in range(settings.max_epochs):
+        rng_shuffle(&rng, s.order, n)
+        largest = 0.0
+        for position in range(n):
+            i = s.order[position]
+            row = examples[i]
+            y = targets[i]
+            features = row_indices(X, row)
+            values = row_values(X, row)
+            nnz = row_nnz(X, row)
+            gradient = bias
+            for k in range(nnz):
+                gradient += w[features[k]] * values[k]
+            gradient = y * gradient - 1.0 + settings.diagonal * s.alpha[i]
+            projected = min(gradient, 0.0) if s.alpha[i] == 0.0 else gradient
+            largest = max(largest, fabs(projected))
+            if projected == 0.0:
+                continue
+            old = s.alpha[i]
+            s.alpha[i] = max(old - gradient / (squared_norms[row] + settings.diagonal), 0.0)
+            step = (s.alpha[i] - old) * y
+            for k in range(nnz):
+                w[features[k]] += step * values[k]
+            bias += step
+        if largest <= settings.tolerance:
+            break
+    return bias
+
+
+cdef int _compare_index(const void* a, const void* b) noexcept nogil:
+    cdef index_t x = (<const index_t*>a)[0], y = (<const index_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef void _store_weights(SolverScratch* s, index_t n_touched, float32_t threshold,
+                         RowBuffer* buffer, offset_t* start, offset_t* count) noexcept nogil:
+    """Append the label's weights of magnitude >= threshold to `buffer`, by
+    feature id, and reset the dense scratch for the next label."""
+    cdef index_t t, j
+    cdef float32_t value
+    start[0] = buffer.size
+    count[0] = 0
+    qsort(s.touched, n_touched, sizeof(index_t), _compare_index)
+    if reserve_pairs(buffer, n_touched):
+        for t in range(n_touched):
+            j = s.touched[t]
+            value = <float32_t>s.weights[j]
+            if value != 0 and fabs(value) >= threshold:
+                buffer.indices[buffer.size] = j
+                buffer.values[buffer.size] = value
+                buffer.size += 1
+        count[0] = buffer.size - start[0]
+    for t in range(n_touched):
+        s.weights[s.touched[t]] = 0.0
+        s.seen[s.touched[t]] = 0

@@ -1,0 +1,159 @@
+"""Linear leaves of LdSM: one classifier per label, trained on its tree neighbourhood.
+
+A leaf histogram scores a label by how often it occurs among the leaf's
+training examples, whatever the example being predicted looks like. Linear
+leaves add a discriminative model: every label gets a sparse linear
+classifier (``xmltree._label_models``), and at prediction an example's
+``n_candidates`` best labels by histogram score are re-scored with
+``sigmoid(MARGIN_SCALE * margin) ** (1 - histogram_weight) * histogram **
+histogram_weight`` (``xmltree._tree.Forest.use_label_models``).
+
+Which examples train a label's classifier is what keeps this a tree method
+rather than a one-vs-rest model over all labels: the label's *neighbourhood*,
+the training examples that have the label among their own ``n_candidates``
+best labels in the forest (every example the label could be predicted for),
+plus the examples carrying it. So each label learns from all its positives
+(as PLT and Parabel do) against the hard negatives the trees put next to
+them, and an example trains at most ``n_candidates`` + (its labels)
+classifiers, whatever the number of labels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._label_models import train_label_models
+from ._validation import check_csr_structure
+from .exceptions import DataFormatError, ModelFormatError
+
+__all__ = ["LEAF_MODELS", "MARGIN_SCALE", "LINEAR_LEAF_ARRAYS", "fit_linear_leaves",
+           "check_linear_leaves"]
+
+#: What leaves score labels with: their histogram alone (the paper), or
+#: label classifiers blended with it.
+LEAF_MODELS = ("histogram", "linear")
+
+#: Slope of the sigmoid that turns a classifier margin into a score: the
+#: squared-hinge classifiers aim at margins of +-1, which this maps to
+#: about 0.98 and 0.02.
+MARGIN_SCALE = 4.0
+
+#: Passes of the dual coordinate descent, at most, and its stopping
+#: tolerance on the projected gradient (LIBLINEAR's default for this dual).
+MAX_EPOCHS = 20
+TOLERANCE = 0.1
+
+#: Stored classifier weights need at least this magnitude (Parabel's
+#: choice): the model stays O(useful weights).
+WEIGHT_THRESHOLD = 0.1
+
+#: The arrays of the label classifiers in model files, with their dtypes.
+LINEAR_LEAF_ARRAYS = {
+    "labels/indptr": np.int64,
+    "labels/indices": np.int32,
+    "labels/values": np.float32,
+    "labels/bias": np.float32,
+}
+
+
+def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float,
+                      n_candidates: int, seed: int, n_threads: int):
+    """Train every label's classifier on its neighbourhood in ``forest``.
+
+    Parameters
+    ----------
+    forest : xmltree._tree.Forest
+        The trees, still scoring with histograms only.
+    X, Y : scipy.sparse.csr_matrix
+        The checked (and scaled) training rows and their labels.
+    C : float
+        Weight of the squared hinge loss against the L2 regulariser.
+    n_candidates : int
+        Labels per example taken from the forest (see the module notes).
+    seed : int
+        Seed of the solver's visiting orders.
+    n_threads : int
+        Threads.
+
+    Returns
+    -------
+    weights : scipy.sparse.csr_matrix of float32, shape (n_labels, n_features)
+    bias : numpy.ndarray of float32, shape (n_labels,)
+    """
+    candidates, _ = forest.predict_top_k(X, n_candidates, n_threads, check_input=False)
+    indptr, examples, targets = neighbourhoods(candidates, Y)
+    return train_label_models(X, indptr, examples, targets, C=C, max_epochs=MAX_EPOCHS,
+                              tolerance=TOLERANCE, weight_threshold=WEIGHT_THRESHOLD,
+                              seed=seed, n_threads=n_threads)
+
+
+def neighbourhoods(candidates: np.ndarray, Y: sp.csr_matrix):
+    """Each label's training examples and targets, label by label.
+
+    Parameters
+    ----------
+    candidates : numpy.ndarray of int32, shape (n_samples, n_candidates)
+        Every example's best labels in the forest, -1 padded.
+    Y : scipy.sparse.csr_matrix of shape (n_samples, n_labels)
+        The examples' labels.
+
+    Returns
+    -------
+    indptr : numpy.ndarray of int64, shape (n_labels + 1,)
+    examples : numpy.ndarray of int32
+        Label ``l``'s examples are ``examples[indptr[l]:indptr[l + 1]]``, in
+        increasing order: those with ``l`` among their candidates or labels.
+    targets : numpy.ndarray of int8
+        +1 where the example carries the label, -1 elsewhere.
+    """
+    n_samples, n_labels = Y.shape
+    rows = np.repeat(np.arange(n_samples, dtype=np.int32), candidates.shape[1])
+    kept = candidates.ravel() >= 0
+    # Candidates count 1, labels 2: a stored value >= 2 is a positive.
+    reached = sp.csr_matrix((np.ones(int(kept.sum()), dtype=np.int8),
+                             (rows[kept], candidates.ravel()[kept])), shape=Y.shape)
+    positives = sp.csr_matrix((np.full(Y.nnz, 2, dtype=np.int8), Y.indices, Y.indptr),
+                              shape=Y.shape)
+    by_label = (reached + positives).tocsc()
+    by_label.sort_indices()
+    targets = np.where(by_label.data >= 2, 1, -1).astype(np.int8)
+    return (by_label.indptr.astype(np.int64), by_label.indices.astype(np.int32), targets)
+
+
+def check_linear_leaves(arrays: dict, n_features: int, n_labels: int):
+    """Check stored label classifiers before any kernel reads them.
+
+    Returns
+    -------
+    weights : scipy.sparse.csr_matrix of float32, shape (n_labels, n_features)
+    bias : numpy.ndarray of float32, shape (n_labels,)
+
+    Raises
+    ------
+    ModelFormatError
+        On a missing array, a wrong dtype or shape, row pointers that do not
+        describe the stored weights, feature ids out of range or unsorted
+        within a label, or non-finite values.
+    """
+    for name, dtype in LINEAR_LEAF_ARRAYS.items():
+        array = arrays.get(name)
+        if not isinstance(array, np.ndarray) or array.dtype != dtype or array.ndim != 1:
+            raise ModelFormatError(f"linear leaves: {name} missing or not a 1-D "
+                                   f"{np.dtype(dtype).name} array")
+    indptr, indices = arrays["labels/indptr"], arrays["labels/indices"]
+    values, bias = arrays["labels/values"], arrays["labels/bias"]
+    if indptr.shape != (n_labels + 1,) or bias.shape != (n_labels,):
+        raise ModelFormatError("linear leaves: one classifier per label expected")
+    if values.shape != indices.shape:
+        raise ModelFormatError("linear leaves: feature ids and weights differ in length")
+    try:
+        check_csr_structure(indptr, indices, (n_labels, n_features), "linear leaves")
+    except DataFormatError as exc:
+        raise ModelFormatError(str(exc)) from None
+    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(bias))):
+        raise ModelFormatError("linear leaves: non-finite weights")
+    weights = sp.csr_matrix((n_labels, n_features), dtype=np.float32)
+    # Assigned, not passed to the constructor, which may narrow the pointers.
+    weights.data, weights.indices, weights.indptr = values, indices, indptr
+    return weights, bias
