@@ -142,6 +142,27 @@ def test_nested_parameters_of_a_stage_can_be_tuned():
         model.set_params(ngrams__x=1)
 
 
+def test_grid_search_over_a_text_classifier_on_documents():
+    rng = np.random.default_rng(0)
+    words = {"grain": "wheat corn crop", "oil": "crude barrel opec", "ship": "port cargo"}
+    names = [str(rng.choice(sorted(words))) for _ in range(60)]
+    texts = [" ".join(rng.choice(words[name].split(), size=5)) for name in names]
+    search = GridSearchCV(TextClassifier(small_ldsm()),
+                          {"estimator__max_nodes": [1, 7], "weighting": ["count", "tfidf"]},
+                          cv=KFold(2)).fit(texts, names)
+    assert search.best_params_["estimator__max_nodes"] == 7
+    assert search.best_estimator_.predict(["crude opec"], k=1)[0][0, 0] == "oil"
+
+
+def test_a_fit_without_targets_is_not_wrapped():
+    from xmltree._sklearn import records_label_counts
+
+    def fit(self, X):
+        return self
+
+    assert records_label_counts(fit) is fit
+
+
 def test_tags_describe_the_inputs():
     assert get_tags(small_ldsm()).input_tags.sparse
     assert get_tags(small_ldsm()).estimator_type is None

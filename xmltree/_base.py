@@ -19,7 +19,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._persistence import ModelFile, load_model, save_model
-from ._sklearn import DEFAULT_TAGS, predicted_ids, records_label_counts, sklearn_tags
+from ._sklearn import (
+    DEFAULT_TAGS,
+    named_labels,
+    predicted_ids,
+    records_label_counts,
+    sklearn_tags,
+)
 from ._validation import take_rows
 from .exceptions import ModelFormatError, NotFittedError
 from .metrics import RankingScorer
@@ -401,14 +407,15 @@ class TopKEstimator(Estimator):
 
 def _label_space(estimator: TopKEstimator) -> int:
     """Number of columns of :meth:`TopKEstimator.predict_above`'s matrix."""
-    classes = getattr(estimator, "classes_", None)
-    if classes is not None and np.asarray(classes).dtype.kind not in "iu":
-        return len(classes)
-    return label_id_count(estimator)
+    return len(estimator.classes_) if named_labels(estimator) else label_id_count(estimator)
 
 
 def _widen_ranking(values: np.ndarray, k: int, dtype) -> np.ndarray:
-    """A ``(n, k)`` copy of ``(n, k')`` rankings, k' <= k, for deeper rows to fill."""
+    """A ``(n, k)`` copy of ``(n, k')`` rankings, k' <= k, for deeper rows to fill.
+
+    The new slots of the other rows hold label 0 with score 0, which no
+    threshold (> 0) keeps.
+    """
     wider = np.zeros((values.shape[0], k), dtype=np.result_type(values.dtype, dtype))
     wider[:, :values.shape[1]] = values
     return wider

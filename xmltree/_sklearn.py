@@ -31,7 +31,7 @@ from ._validation import check_labels
 from .exceptions import DataFormatError
 
 __all__ = ["DEFAULT_TAGS", "sklearn_tags", "records_label_counts", "count_labels",
-           "predicted_ids", "true_label_sets", "final_step"]
+           "named_labels", "predicted_ids", "true_label_sets", "final_step"]
 
 #: The tags every learner starts from, in scikit-learn's dict form (< 1.6).
 #: Learners predict labels of samples given as a 2-D (dense or sparse)
@@ -72,7 +72,7 @@ def sklearn_tags(legacy: dict):
 # ----------------------------------------------------------------------------- labels
 
 
-def _named(estimator) -> bool:
+def named_labels(estimator) -> bool:
     """True when the learner's labels are values of ``classes_`` that are not integers."""
     classes = getattr(estimator, "classes_", None)
     return classes is not None and np.asarray(classes).dtype.kind not in "iu"
@@ -86,7 +86,7 @@ def predicted_ids(estimator, labels: np.ndarray) -> np.ndarray:
     a class) becomes -1.
     """
     labels = np.asarray(labels)
-    if not _named(estimator):
+    if not named_labels(estimator):
         return labels.astype(np.int64)
     classes = np.asarray(estimator.classes_)
     return _positions(classes, labels)
@@ -138,7 +138,7 @@ def _row_ids(estimator, rows: list) -> tuple[np.ndarray, np.ndarray, int]:
     """Flat label ids of label rows, the rows' offsets into them, and the id-space width."""
     offsets = np.cumsum([0] + [len(row) for row in rows])
     values = np.asarray([label for row in rows for label in row])
-    if not _named(estimator):
+    if not named_labels(estimator):
         if values.size and (values.dtype.kind not in "iu" or values.min() < 0):
             raise DataFormatError("Y: labels must be non-negative integer label ids")
         ids = values.astype(np.int64)
@@ -179,10 +179,13 @@ def records_label_counts(fit):
     ``n_train_samples_`` the number of training rows, unlabelled ones
     included, as :func:`xmltree.metrics.inverse_propensity` counts them.
     Targets given as a one-shot iterator are read into a list first, so
-    that both the fit and the count see them.
+    that both the fit and the count see them. A ``fit`` without a targets
+    parameter (after ``self`` and ``X``) is returned as it is.
     """
     signature = inspect.signature(fit)
-    targets = list(signature.parameters)[2]  # after self and X
+    if len(signature.parameters) < 3:
+        return fit
+    targets = list(signature.parameters)[2]
 
     @functools.wraps(fit)
     def fit_and_count(self, *args, **kwargs):
