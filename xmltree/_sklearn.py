@@ -42,7 +42,6 @@ DEFAULT_TAGS: dict = {
     "requires_fit": True,
     "requires_positive_X": False,
     "allow_nan": False,
-    "multilabel": True,
     "non_deterministic": False,
 }
 
