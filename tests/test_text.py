@@ -10,6 +10,7 @@ from xmltree.text import (
     context_windows,
     decode_strings,
     encode_strings,
+    read_documents,
     read_labeled_text,
     tokenize,
 )
@@ -124,3 +125,71 @@ def test_read_labeled_text(tmp_path):
     path.write_text("__label__a ok\n__label__b\n", encoding="utf-8")
     with pytest.raises(DataFormatError, match="line 2: line has labels but no text"):
         read_labeled_text(path)
+
+
+def test_tfidf_matches_a_python_reference():
+    docs = ["the cat sat on the mat", "the dog sat", "a cat"]
+    vec = TextVectorizer(ngrams=2, buckets=5, weighting="tfidf")
+    X = vec.fit_transform(docs).toarray()
+    counts = TextVectorizer(ngrams=2, buckets=5).fit_transform(docs).toarray()
+    idf = np.log(4 / (1 + (counts > 0).sum(axis=0))) + 1
+    weights = np.where(counts > 0, (1 + np.log(np.maximum(counts, 1))) * idf, 0)
+    expected = weights / np.linalg.norm(weights, axis=1, keepdims=True)
+    np.testing.assert_allclose(X, expected, rtol=1e-6)
+    np.testing.assert_allclose(vec.idf_, idf, rtol=1e-6)
+    np.testing.assert_allclose(vec.transform(docs).toarray(), X)
+    assert vec.transform(["", "unknown"]).nnz == 0  # empty rows stay empty, no NaN
+
+
+def test_tfidf_state_round_trip_and_older_states():
+    vec = TextVectorizer(weighting="tfidf").fit(["a b", "b c"])
+    params, arrays = vec._get_state()
+    again = TextVectorizer._from_state(params, arrays)
+    np.testing.assert_array_equal(again.transform(["a c"]).toarray(),
+                                  vec.transform(["a c"]).toarray())
+    with pytest.raises(ModelFormatError, match="idf"):
+        TextVectorizer._from_state(params, {**arrays, "idf": arrays["idf"][:1]})
+    counting = {key: value for key, value in params.items() if key != "weighting"}
+    old = TextVectorizer._from_state(counting, arrays)  # saved before weighting existed
+    assert old.weighting == "count" and old.idf_ is None
+    with pytest.raises(ValueError, match="weighting"):
+        TextVectorizer(weighting="bm25").fit(["a"])
+
+
+def test_read_documents_in_both_formats(tmp_path):
+    fasttext = tmp_path / "docs.txt"
+    fasttext.write_text("__label__a __label__b hello world\n__label__c bye\n", encoding="utf-8")
+    jsonl = tmp_path / "docs.jsonl"
+    jsonl.write_text('{"text": "hello world", "labels": ["a", "b"], "id": 7}\n'
+                     '{"text": "bye", "labels": "c"}\n', encoding="utf-8")
+    for path in (fasttext, jsonl):
+        assert read_documents(path) == (["hello world", "bye"], [["a", "b"], ["c"]])
+        assert read_documents(path, labels=False) == (["hello world", "bye"], None)
+    assert read_documents(jsonl, "jsonl") == read_documents(fasttext, "fasttext")
+
+
+def test_documents_to_predict_may_lack_labels_or_text(tmp_path):
+    path = tmp_path / "queries.txt"
+    path.write_text("no labels here\n\n__label__x with one\n", encoding="utf-8")
+    assert read_documents(path, labels=False) == (["no labels here", "", "with one"], None)
+    path = tmp_path / "queries.jsonl"
+    path.write_text('{"text": "just text"}\n', encoding="utf-8")
+    assert read_documents(path, labels=False) == (["just text"], None)
+
+
+@pytest.mark.parametrize("line, message", [
+    ("not json", "line 2: not a JSON object"),
+    ('["text"]', "line 2: expected a JSON object"),
+    ('{"text": 3, "labels": ["a"]}', "line 2: expected a JSON object"),
+    ('{"text": "t"}', 'line 2: "labels" must be'),
+    ('{"text": "t", "labels": []}', 'line 2: "labels" must be'),
+    ('{"text": "t", "labels": ["a", ""]}', 'line 2: "labels" must be'),
+    ("", "line 2: not a JSON object"),
+])
+def test_bad_json_lines_name_the_line(tmp_path, line, message):
+    path = tmp_path / "docs.jsonl"
+    path.write_text('{"text": "fine", "labels": ["a"]}\n' + line + "\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=message):
+        read_documents(path)
+    with pytest.raises(ValueError, match="format"):
+        read_documents(path, "csv")

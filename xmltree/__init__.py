@@ -11,6 +11,9 @@ LearnedTree
     learning (Jernite, Choromanska & Sontag, ICML 2017).
 rerank.Reranked
     Any of them followed by a tail-label re-ranker, as one model.
+TextClassifier
+    Raw documents in, label names out: text features and any learner, as
+    one model.
 load
     Load any model saved with ``.save(path)``.
 datasets, metrics, rerank, text
@@ -28,12 +31,14 @@ from .exceptions import DataFormatError, ModelFormatError, NotFittedError  # noq
 from .ldsm import LdSM  # noqa: E402
 from .learned_tree import LearnedTree  # noqa: E402
 from .lomtree import LOMTree  # noqa: E402
+from .text_classifier import TextClassifier  # noqa: E402
 
 __all__ = [
     "__version__",
     "LdSM",
     "LOMTree",
     "LearnedTree",
+    "TextClassifier",
     "load",
     "datasets",
     "metrics",
@@ -54,7 +59,8 @@ def load(path):
 
     Returns
     -------
-    LdSM, LOMTree, LearnedTree, xmltree.rerank.Reranked or xmltree.rerank.Reranker
+    LdSM, LOMTree, LearnedTree, TextClassifier, xmltree.rerank.Reranked or
+    xmltree.rerank.Reranker
         The fitted model stored in the file.
 
     Raises

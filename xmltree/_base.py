@@ -16,9 +16,19 @@ import warnings
 
 import joblib
 import numpy as np
+import scipy.sparse as sp
 
 from ._persistence import ModelFile, load_model, save_model
+from ._sklearn import (
+    DEFAULT_TAGS,
+    named_labels,
+    predicted_ids,
+    records_label_counts,
+    sklearn_tags,
+)
+from ._validation import take_rows
 from .exceptions import ModelFormatError, NotFittedError
+from .metrics import RankingScorer
 
 __all__ = [
     "Estimator", "TopKEstimator", "estimator_class", "class_values", "label_id_count", "is_int",
@@ -72,17 +82,27 @@ class Estimator:
         Parameters
         ----------
         deep : bool, default=True
-            Accepted for scikit-learn compatibility (there are no nested
-            estimators).
+            Also return the parameters of nested estimators (a stage's
+            learner) as ``<parameter>__<name>``, as scikit-learn does, so
+            that a grid search can tune them.
 
         Returns
         -------
         dict
         """
-        return {name: getattr(self, name) for name in self._param_names()}
+        params = {name: getattr(self, name) for name in self._param_names()}
+        if deep:
+            for name, value in list(params.items()):
+                if hasattr(value, "get_params") and not isinstance(value, type):
+                    params.update((f"{name}__{key}", item)
+                                  for key, item in value.get_params().items())
+        return params
 
     def set_params(self, **params):
         """Set constructor parameters; they are checked when training starts.
+
+        ``<parameter>__<name>`` sets parameter ``name`` of the nested
+        estimator ``<parameter>``.
 
         Returns
         -------
@@ -94,22 +114,29 @@ class Estimator:
             On a name that is not a constructor parameter.
         """
         valid = self._param_names()
-        for name, value in params.items():
-            if name not in valid:
+        nested: dict[str, dict] = {}
+        for full_name, value in params.items():
+            name, nests, inner = full_name.partition("__")
+            if name not in valid or (nests and not hasattr(getattr(self, name), "set_params")):
                 raise ValueError(
-                    f"invalid parameter {name!r} for {type(self).__name__}; valid: {valid}"
+                    f"invalid parameter {full_name!r} for {type(self).__name__}; valid: {valid}"
                 )
-            setattr(self, name, value)
+            if nests:
+                nested.setdefault(name, {})[inner] = value
+            else:
+                setattr(self, name, value)
+        for name, inner_params in nested.items():
+            getattr(self, name).set_params(**inner_params)
         return self
 
     def _json_params(self) -> dict:
         """The constructor parameters as plain Python values ``json`` can store."""
-        return {name: _plain(value) for name, value in self.get_params().items()}
+        return {name: _plain(value) for name, value in self.get_params(deep=False).items()}
 
     def __repr__(self) -> str:
-        defaults = type(self)().get_params()
+        defaults = type(self)().get_params(deep=False)
         changed = [
-            f"{name}={value!r}" for name, value in self.get_params().items()
+            f"{name}={value!r}" for name, value in self.get_params(deep=False).items()
             if value is not defaults[name] and value != defaults[name]
         ]
         return f"{type(self).__name__}({', '.join(changed)})"
@@ -140,7 +167,7 @@ class Estimator:
         try:
             params, arrays = self._get_state()
         except NotFittedError:
-            return _unfitted, (type(self), self.get_params())
+            return _unfitted, (type(self), self.get_params(deep=False))
         return _fitted, (type(self), params, arrays)
 
     def __sizeof__(self) -> int:
@@ -204,7 +231,20 @@ class TopKEstimator(Estimator):
         The ranking of checked samples, ``k >= 1``.
     ``_get_state()`` / ``_from_state(params, arrays)``
         Model files and pickles (see :class:`Estimator`).
+
+    Every learner also works with scikit-learn, which it does not depend on
+    (``xmltree._sklearn``): tags, nested parameters, :meth:`score` (P@1)
+    and, recorded by every ``fit`` (wrapped when the subclass is defined),
+    ``train_label_counts_`` and ``n_train_samples_``, from which the
+    PSP@k scorers of :func:`xmltree.metrics.scorer` compute the training
+    data's propensities. :meth:`predict_above` keeps the labels whose score
+    reaches a threshold.
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "fit" in cls.__dict__:
+            cls.fit = records_label_counts(cls.__dict__["fit"])
 
     def predict_top_k(self, X, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
         """Return the ``k`` best labels of each sample and their scores.
@@ -243,6 +283,118 @@ class TopKEstimator(Estimator):
         k = check_int("k", k, 1)
         return self._predict_top_k(self._validate_X(X), k)
 
+    def predict_above(self, X, threshold: float) -> sp.csr_matrix:
+        """Return every label whose score is at least ``threshold``, with its score.
+
+        The multi-label decision that a top-k ranking leaves open: each row
+        keeps as many labels as score ``>= threshold`` (possibly none). What
+        a score means, and so which threshold suits, depends on the learner
+        (see :meth:`predict_top_k` and the "Scores and thresholds" page of
+        the documentation).
+
+        Parameters
+        ----------
+        X : array-like or scipy sparse matrix of shape (n_samples, n_features)
+            Samples, as for :meth:`predict_top_k`.
+        threshold : float
+            A finite number > 0.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix of shape (n_samples, n_labels), float64
+            The kept scores. Columns are label ids; for a learner whose
+            labels are names, positions in its ``classes_`` (the row's
+            labels are ``classes_[row.indices]``). It is a score matrix the
+            functions of :mod:`xmltree.metrics` take.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        ValueError
+            If ``threshold`` is not a finite number > 0.
+        DataFormatError
+            If ``X`` is malformed or wider than the training data.
+        """
+        self._check_fitted()
+        threshold = check_real("threshold", threshold, 0.0, strict=True)
+        X = self._validate_X(X)
+        n_labels = _label_space(self)
+        labels, scores = self._labels_above(X, threshold, n_labels)
+        ids = predicted_ids(self, labels)
+        keep = (ids >= 0) & (scores >= threshold)
+        rows = np.repeat(np.arange(X.shape[0]), keep.sum(axis=1))
+        return sp.csr_matrix((scores[keep].astype(np.float64), (rows, ids[keep])),
+                             shape=(X.shape[0], n_labels))
+
+    def _labels_above(self, X, threshold: float,
+                      n_labels: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k rankings of checked samples, deep enough to hold every score >= threshold.
+
+        ``k`` doubles, for the rows whose k-th score still reaches the
+        threshold only, until every row's ranking ends below it, in
+        padding, or holds all ``n_labels`` labels.
+        """
+        k = min(8, n_labels)
+        labels, scores = self._predict_top_k(X, k)
+        open_rows = np.flatnonzero(scores[:, -1] >= threshold)
+        while open_rows.size and k < n_labels:
+            k = min(2 * k, n_labels)
+            deeper_labels, deeper_scores = self._predict_top_k(take_rows(X, open_rows), k)
+            labels = _widen_ranking(labels, k, deeper_labels.dtype)
+            scores = _widen_ranking(scores, k, deeper_scores.dtype)
+            labels[open_rows], scores[open_rows] = deeper_labels, deeper_scores
+            open_rows = open_rows[deeper_scores[:, -1] >= threshold]
+        return labels, scores
+
+    def score(self, X, Y) -> float:
+        """Return the precision at 1 of the top label of each sample.
+
+        scikit-learn's default score of an estimator (``GridSearchCV``,
+        ``cross_validate`` without ``scoring``); pass
+        ``scoring=xmltree.metrics.scorer("P@5")`` (or nDCG@k, PSP@k ...) to
+        select by another metric. :class:`xmltree.LearnedTree` keeps its own
+        ``score``, the mean log-likelihood.
+
+        Parameters
+        ----------
+        X : array-like or scipy sparse matrix of shape (n_samples, n_features)
+            Samples.
+        Y : indicator matrix, list of label lists, or one label per sample
+            True labels: label ids, or names for a learner of named labels.
+
+        Returns
+        -------
+        float
+            The share of samples whose best label is one of their labels
+            (accuracy for one label per sample).
+        """
+        return RankingScorer("P", 1)(self, X, Y)
+
+    #: The learner's scikit-learn tags that differ from ``xmltree._sklearn.DEFAULT_TAGS``.
+    _TAGS: dict = {}
+
+    def _more_tags(self) -> dict:
+        """scikit-learn's tags, in the dict form read by scikit-learn < 1.6.
+
+        ``DEFAULT_TAGS`` updated with the class's ``_TAGS``: learners declare
+        how their inputs differ, and this method and :meth:`__sklearn_tags__`
+        stay defined once, as scikit-learn's checks require.
+        """
+        return {**DEFAULT_TAGS, **self._TAGS}
+
+    def __sklearn_tags__(self):
+        """scikit-learn's tags (>= 1.6), translated from :meth:`_more_tags`."""
+        return sklearn_tags(self._more_tags())
+
+    def __sklearn_is_fitted__(self) -> bool:
+        """Whether the learner is fitted, for scikit-learn's ``check_is_fitted``."""
+        try:
+            self._check_fitted()
+        except NotFittedError:
+            return False
+        return True
+
     def _check_fitted(self) -> None:
         raise NotImplementedError
 
@@ -251,6 +403,22 @@ class TopKEstimator(Estimator):
 
     def _predict_top_k(self, X, k: int) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
+
+
+def _label_space(estimator: TopKEstimator) -> int:
+    """Number of columns of :meth:`TopKEstimator.predict_above`'s matrix."""
+    return len(estimator.classes_) if named_labels(estimator) else label_id_count(estimator)
+
+
+def _widen_ranking(values: np.ndarray, k: int, dtype) -> np.ndarray:
+    """A ``(n, k)`` copy of ``(n, k')`` rankings, k' <= k, for deeper rows to fill.
+
+    The new slots of the other rows hold label 0 with score 0, which no
+    threshold (> 0) keeps.
+    """
+    wider = np.zeros((values.shape[0], k), dtype=np.result_type(values.dtype, dtype))
+    wider[:, :values.shape[1]] = values
+    return wider
 
 
 def class_values(classes: np.ndarray, ids: np.ndarray) -> np.ndarray:

@@ -25,6 +25,7 @@ from . import __version__
 from ._base import label_id_count
 from ._openmp import OPENMP_ENABLED
 from .rerank import Reranked, make_reranker, reranking_stage
+from .text import DOCUMENT_FORMATS, WEIGHTINGS
 
 logger = logging.getLogger(__name__)
 
@@ -82,8 +83,8 @@ def _build_parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser("train", help="fit a model on a data file and save it")
     train.add_argument("data", type=Path,
-                       help="training data file (learned-tree: text, one document per line "
-                       "with fastText '__label__NAME' prefixes)")
+                       help="training data file (learned-tree and --text: text, one document "
+                       "per line, fastText '__label__NAME' prefixes or JSON lines)")
     train.add_argument("--learner", choices=LEARNERS, default=LEARNERS[0],
                        help="ldsm (multi-label, default), lomtree (multiclass: each row's "
                        "most frequent label), learned-tree (text)")
@@ -92,20 +93,25 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_format_option(train)
     _add_model_options(train)
     train.add_argument("--seed", type=int, default=None, help="random seed")
+    _add_text_options(train)
     train.set_defaults(handler=_run_train)
 
     predict = commands.add_parser("predict", help="predict the top-k labels of a data file")
     predict.add_argument("data", type=Path, help="data file (its labels are ignored)")
     predict.add_argument("--model", type=Path, required=True, help="a saved model")
-    predict.add_argument("--output", type=Path, required=True,
-                         help="prediction file: header 'N L', then 'label:score ...' per row "
-                         "(learned-tree: 'name:probability ...' per document)")
+    predict.add_argument("--output", type=Path,
+                         help="prediction file: header 'N L', then 'label:score ...' per row; "
+                         "for a model of text, 'name:score ...' per document (default: "
+                         "printed)")
     predict.add_argument("-k", type=int, default=5, help="labels per row (default 5)")
     predict.add_argument("--rerank", action="store_true",
                          help="re-rank with the tail-label re-ranker the model was trained with")
     predict.add_argument("--n-jobs", type=int, default=None,
                          help="threads (default: as the model was trained)")
     _add_format_option(predict)
+    predict.add_argument("--text-format", choices=DOCUMENT_FORMATS, default="auto",
+                         help="documents of a model of text: fastText lines or JSON lines "
+                         "(default: by file name, *.jsonl / *.json are JSON lines)")
     predict.set_defaults(handler=_run_predict)
 
     evaluate = commands.add_parser("evaluate", help="score predictions against true labels")
@@ -215,7 +221,9 @@ _HYPER_PARAMETERS = (
     ("beam_scale", float, "LOMtree: scale c of the beam's routing probabilities"),
     ("dim", int, "learned-tree: embedding dimension"),
     ("tree", ("learned", "huffman", "random", "flat"), "learned-tree: label tree"),
-    ("ngrams", int, "learned-tree: longest word n-gram"),
+    ("ngrams", int, "learned-tree, --text: longest word n-gram"),
+    ("buckets", int, "learned-tree, --text: hash buckets of the word n-grams"),
+    ("min_count", int, "learned-tree, --text: fewest occurrences of a vocabulary word"),
     ("n_jobs", int, "threads (default: the learner's; LdSM: all cores)"),
 )
 
@@ -247,14 +255,14 @@ def _read(path: Path, fmt: str, **shape):
     return reader(path, **shape)
 
 
-def _model_from_args(args, learner: str = "ldsm"):
-    """Build the estimator of ``learner`` from the options the user gave."""
+def _model_from_args(args, learner: str = "ldsm", exclude=()):
+    """Build the estimator of ``learner`` from the options the user gave (but ``exclude``)."""
     from . import LdSM, LearnedTree, LOMTree
 
     cls = {"ldsm": LdSM, "lomtree": LOMTree, "learned-tree": LearnedTree}[learner]
     accepted = set(cls._param_names())
     given = {name: getattr(args, name) for name, _, _ in _HYPER_PARAMETERS
-             if getattr(args, name) is not None}
+             if getattr(args, name) is not None and name not in exclude}
     foreign = sorted(set(given) - accepted)
     if foreign:
         flags = ", ".join("--" + name.replace("_", "-") for name in foreign)
@@ -363,6 +371,10 @@ def _run_demo(args) -> int:
 
 
 def _run_train(args) -> int:
+    if args.text:
+        return _train_text(args)
+    if args.weighting is not None:
+        raise ValueError("--weighting applies to --text only")
     # Bad options fail before the data is read.
     model = _model_from_args(args, args.learner)
     rerank = _rerank_setting(args.rerank, args.rerank_params)
@@ -406,6 +418,57 @@ def _train_learned_tree(model, args, rerank) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------- --text
+
+#: Options of ``train --text`` that set the text features, not the learner.
+_TEXT_SETTINGS = ("ngrams", "buckets", "min_count", "weighting")
+
+
+def _add_text_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "text (--text: documents in, label names out, as one model file)")
+    group.add_argument("--text", action="store_true",
+                       help="the data are documents with label names: train "
+                       "xmltree.TextClassifier (tf-idf of words and hashed word n-grams, "
+                       "then LdSM); 'predict' then prints label names")
+    group.add_argument("--text-format", choices=DOCUMENT_FORMATS, default="auto",
+                       help="fastText '__label__NAME text' lines, or JSON lines "
+                       '{"text": ..., "labels": [...]} (default: by file name, *.jsonl / '
+                       "*.json are JSON lines)")
+    group.add_argument("--weighting", choices=WEIGHTINGS,
+                       help="--text: feature weights (default tfidf)")
+
+
+def _train_text(args) -> int:
+    """``train --text``: a TextClassifier around LdSM, on documents with label names."""
+    from .text import read_documents
+    from .text_classifier import TextClassifier
+
+    if args.learner != "ldsm":
+        raise ValueError("--text trains LdSM on documents (--learner learned-tree reads "
+                         "text files without it)")
+    if _rerank_setting(args.rerank, args.rerank_params) is not False:
+        raise ValueError("--rerank does not apply to --text")
+    settings = {name: getattr(args, name) for name in _TEXT_SETTINGS
+                if getattr(args, name) is not None}
+    model = TextClassifier(_model_from_args(args, "ldsm", exclude=_TEXT_SETTINGS), **settings)
+    model._validate_params()  # bad options fail before the data is read
+    texts, names = read_documents(args.data, args.text_format)
+    print(f"train: {len(texts)} documents, {len({n for row in names for n in row})} labels")
+    start = time.perf_counter()
+    model.fit(texts, names)
+    logger.info("trained in %.1f s (%d features)", time.perf_counter() - start,
+                model.n_features_in_)
+    if args.test is not None:
+        from .metrics import evaluate_model
+
+        test_texts, test_names = read_documents(args.test, args.text_format)
+        _print_metrics({"text + ldsm": evaluate_model(model, test_texts, test_names)})
+    model.save(args.model)
+    logger.info("model saved to %s", args.model)
+    return 0
+
+
 def _run_predict(args) -> int:
     import xmltree
 
@@ -416,6 +479,8 @@ def _run_predict(args) -> int:
         model.n_jobs = args.n_jobs
     if getattr(model, "vectorizer_", None) is not None:
         return _predict_text(model, args)
+    if args.output is None:
+        raise ValueError("--output is needed for a model of feature vectors")
     if args.rerank:
         model = reranking_stage(model)
     elif isinstance(model, Reranked):
@@ -428,18 +493,24 @@ def _run_predict(args) -> int:
 
 
 def _predict_text(model, args) -> int:
-    """Write ``label:probability`` pairs, best first, for each line of a text file."""
-    from ._atomic import atomic_write
+    """Write (or print) ``name:score`` pairs, best first, for each document of a text file."""
+    from contextlib import nullcontext
 
-    with open(args.data, encoding="utf-8") as handle:
-        texts = [" ".join(token for token in line.split() if not token.startswith("__label__"))
-                 for line in handle]
-    labels, probabilities = model.predict_top_k(texts, k=min(args.k, model.classes_.size))
-    with atomic_write(args.output, "w", encoding="utf-8") as out:
-        for row_labels, row_scores in zip(labels, probabilities):
+    from ._atomic import atomic_write
+    from .text import read_documents
+
+    if args.rerank:
+        raise ValueError("--rerank does not apply to a model of text")
+    texts, _ = read_documents(args.data, args.text_format, labels=False)
+    labels, scores = model.predict_top_k(texts, k=min(args.k, model.classes_.size))
+    output = (nullcontext(sys.stdout) if args.output is None
+              else atomic_write(args.output, "w", encoding="utf-8"))
+    with output as out:
+        for row_labels, row_scores in zip(labels, scores):
             out.write(" ".join(f"{label}:{score:.6g}" for label, score in
-                               zip(row_labels, row_scores)) + "\n")
-    logger.info("wrote top-%d labels of %d documents to %s", args.k, len(texts), args.output)
+                               zip(row_labels, row_scores) if label != "") + "\n")
+    logger.info("wrote top-%d labels of %d documents to %s", args.k, len(texts),
+                args.output or "standard output")
     return 0
 
 

@@ -128,6 +128,8 @@ class LearnedTree(TopKEstimator):
     """
 
     _KIND = "learned_tree"
+    #: scikit-learn tags: non-negative features, or raw documents.
+    _TAGS = {"requires_positive_X": True, "X_types": ["2darray", "sparse", "string"]}
 
     def __init__(self, arity: int = 2, dim: int = 100, epochs: int = 5,
                  learning_rate: float = 0.2, optimizer: str = "adagrad", tree: str = "learned",

@@ -13,20 +13,25 @@ For language modelling, :func:`context_windows` turns a token stream into
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from ._base import check_int, warn_renamed
+from ._base import check_choice, check_int, warn_renamed
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 
 __all__ = ["tokenize", "TextVectorizer", "context_windows", "encode_strings", "decode_strings",
-           "read_labeled_text"]
+           "read_labeled_text", "read_documents", "DOCUMENT_FORMATS", "WEIGHTINGS"]
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+
+#: Feature weightings of :class:`TextVectorizer`.
+WEIGHTINGS = ("count", "tfidf")
 
 
 def tokenize(text: str, lowercase: bool = True) -> list[str]:
@@ -53,7 +58,7 @@ def _bucket(ngram: str, buckets: int) -> int:
 
 
 class TextVectorizer:
-    """Documents to CSR counts of vocabulary words and hashed word n-grams.
+    """Documents to CSR counts (or tf-idf) of vocabulary words and hashed word n-grams.
 
     Parameters
     ----------
@@ -64,6 +69,14 @@ class TextVectorizer:
     min_count : int, default=1
         Words seen fewer times during ``fit`` are left out of the vocabulary.
     lowercase : bool, default=True
+    weighting : {"count", "tfidf"}, default="count"
+        ``"count"``: each feature counts its occurrences (what
+        :class:`xmltree.LearnedTree` averages embeddings with).
+        ``"tfidf"``: ``(1 + ln count) * idf``, with the smoothed inverse
+        document frequency ``idf = ln((1 + n) / (1 + df)) + 1`` of the ``n``
+        fitted documents, and each row scaled to unit Euclidean norm, so
+        that frequent words and long documents do not dominate linear
+        models such as LdSM's node regressors.
 
     Attributes
     ----------
@@ -71,45 +84,66 @@ class TextVectorizer:
         Words by decreasing frequency (ties alphabetical); a word's feature id
         is its position. Bucket ``b`` has id ``len(vocabulary_) + b``.
     n_features_ : int
+    idf_ : numpy.ndarray of float32, or None
+        The inverse document frequency of each of the ``n_features_``
+        features, with ``weighting="tfidf"``.
     """
 
     def __init__(self, ngrams: int = 1, buckets: int = 2_000_000, min_count: int = 1,
-                 lowercase: bool = True):
+                 lowercase: bool = True, weighting: str = "count"):
         self.ngrams = ngrams
         self.buckets = buckets
         self.min_count = min_count
         self.lowercase = lowercase
+        self.weighting = weighting
 
     def _validate_params(self) -> None:
         for name in ("ngrams", "buckets", "min_count"):
             check_int(name, getattr(self, name), 1)
+        check_choice("weighting", self.weighting, WEIGHTINGS)
 
     @property
     def n_features_(self) -> int:
         return len(self.vocabulary_) + (self.buckets if self.ngrams > 1 else 0)
 
     def fit(self, texts: Iterable[str]) -> TextVectorizer:
-        """Build the vocabulary from ``texts`` (one string per document)."""
+        """Build the vocabulary (and the idf) from ``texts`` (one string per document)."""
+        self.fit_transform(texts)
+        return self
+
+    def fit_transform(self, texts: Iterable[str]) -> sp.csr_matrix:
+        """Equivalent to ``fit(texts).transform(texts)``."""
         self._validate_params()
+        texts = list(texts)
         counts = Counter()
         for text in texts:
             counts.update(tokenize(text, self.lowercase))
         kept = [word for word, count in counts.items() if count >= self.min_count]
         kept.sort(key=lambda word: (-counts[word], word))
         self._set_vocabulary(kept)
-        return self
+        matrix = self._count(texts)
+        self.idf_ = None
+        if self.weighting == "tfidf":
+            document_frequency = np.bincount(matrix.indices, minlength=self.n_features_)
+            self.idf_ = (np.log((1.0 + len(texts)) / (1.0 + document_frequency))
+                         + 1.0).astype(np.float32)
+        return self._weigh(matrix)
 
     def _set_vocabulary(self, words: list[str]) -> None:
         self.vocabulary_ = list(words)
         self._index = {word: i for i, word in enumerate(self.vocabulary_)}
 
     def transform(self, texts: Iterable[str]) -> sp.csr_matrix:
-        """Return the ``(n_documents, n_features_)`` float32 CSR matrix of counts.
+        """Return the ``(n_documents, n_features_)`` float32 CSR matrix of features.
 
         Out-of-vocabulary words are dropped; their n-grams still count.
         """
         if not hasattr(self, "vocabulary_"):
             raise NotFittedError("this TextVectorizer is not fitted; call fit first")
+        return self._weigh(self._count(texts))
+
+    def _count(self, texts: Iterable[str]) -> sp.csr_matrix:
+        """The count matrix of ``texts`` over the fitted vocabulary and the buckets."""
         n_words = len(self.vocabulary_)
         rows, cols = [], []
         n_docs = 0
@@ -131,9 +165,16 @@ class TextVectorizer:
         matrix.indptr = matrix.indptr.astype(np.int64)
         return matrix
 
-    def fit_transform(self, texts: Sequence[str]) -> sp.csr_matrix:
-        """Equivalent to ``fit(texts).transform(texts)``."""
-        return self.fit(texts).transform(texts)
+    def _weigh(self, matrix: sp.csr_matrix) -> sp.csr_matrix:
+        """Counts to the fitted weighting, in place (tf-idf: unit rows; empty rows stay empty)."""
+        if self.idf_ is None:
+            return matrix
+        matrix.data = (1.0 + np.log(matrix.data)) * self.idf_[matrix.indices]
+        row_of_entry = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+        norms = np.sqrt(np.bincount(row_of_entry, weights=matrix.data.astype(np.float64) ** 2,
+                                    minlength=matrix.shape[0]))
+        matrix.data /= norms[row_of_entry].astype(np.float32)
+        return matrix
 
     def get_state(self) -> tuple[dict, dict]:
         """Deprecated: the state is private (``_get_state``), as for the estimators."""
@@ -150,12 +191,18 @@ class TextVectorizer:
         """Return ``(params, arrays)`` for model files (no pickle)."""
         data, offsets = encode_strings(self.vocabulary_)
         params = {"ngrams": int(self.ngrams), "buckets": int(self.buckets),
-                  "min_count": int(self.min_count), "lowercase": bool(self.lowercase)}
-        return params, {"vocabulary_data": data, "vocabulary_offsets": offsets}
+                  "min_count": int(self.min_count), "lowercase": bool(self.lowercase),
+                  "weighting": self.weighting}
+        arrays = {"vocabulary_data": data, "vocabulary_offsets": offsets}
+        if self.idf_ is not None:
+            arrays["idf"] = self.idf_
+        return params, arrays
 
     @classmethod
     def _from_state(cls, params: dict, arrays: dict) -> TextVectorizer:
         """Rebuild a fitted vectorizer from :meth:`_get_state` output.
+
+        Vectorizers saved before ``weighting`` existed count.
 
         Raises
         ------
@@ -164,7 +211,8 @@ class TextVectorizer:
         """
         try:
             vectorizer = cls(int(params["ngrams"]), int(params["buckets"]),
-                             int(params["min_count"]), bool(params["lowercase"]))
+                             int(params["min_count"]), bool(params["lowercase"]),
+                             params.get("weighting", "count"))
             vectorizer._validate_params()
             words = decode_strings(arrays["vocabulary_data"], arrays["vocabulary_offsets"])
         except (KeyError, TypeError, ValueError) as exc:
@@ -172,7 +220,21 @@ class TextVectorizer:
         if len(set(words)) != len(words):
             raise ModelFormatError("invalid text vectorizer state (duplicate vocabulary words)")
         vectorizer._set_vocabulary(words)
+        vectorizer.idf_ = _stored_idf(vectorizer, arrays)
         return vectorizer
+
+
+def _stored_idf(vectorizer: TextVectorizer, arrays: dict) -> np.ndarray | None:
+    """The idf array of a stored tf-idf vectorizer, checked; None for counts."""
+    if vectorizer.weighting != "tfidf":
+        return None
+    idf = arrays.get("idf")
+    if (not isinstance(idf, np.ndarray) or idf.dtype != np.float32
+            or idf.shape != (vectorizer.n_features_,) or not np.all(np.isfinite(idf))
+            or not np.all(idf > 0)):
+        raise ModelFormatError("invalid text vectorizer state (idf must be a positive finite "
+                               "float32 array with one value per feature)")
+    return idf
 
 
 _LABEL_PREFIX = "__label__"
@@ -196,20 +258,100 @@ def read_labeled_text(path) -> tuple[list[str], list[list[str]]]:
     DataFormatError
         With the path and 1-based line number of the first bad line.
     """
-    texts, labels = [], []
+    return read_documents(path, "fasttext")
+
+
+#: Formats of :func:`read_documents`.
+DOCUMENT_FORMATS = ("auto", "fasttext", "jsonl")
+
+
+def read_documents(path, format: str = "auto", *,
+                   labels: bool = True) -> tuple[list[str], list[list[str]] | None]:
+    """Read one document per line, with its label names, from a text file (UTF-8).
+
+    Two formats:
+
+    ``"fasttext"``
+        ``__label__A __label__B the text ...``: the leading ``__label__``
+        tokens are the labels, the rest of the line is the document.
+    ``"jsonl"``
+        JSON lines: ``{"text": "the text ...", "labels": ["A", "B"]}`` (a
+        single name may be given as a string); other keys are ignored.
+
+    Every line is one document: a blank or malformed line is an error, never
+    skipped (row numbers would silently shift).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    format : {"auto", "fasttext", "jsonl"}, default="auto"
+        ``"auto"``: ``"jsonl"`` for files named ``*.jsonl`` or ``*.json``,
+        ``"fasttext"`` otherwise.
+    labels : bool, default=True
+        Read and require the labels (training, evaluation). False for
+        documents to predict: labels are ignored when present, and a
+        fastText line may hold no text at all (an empty document).
+
+    Returns
+    -------
+    texts : list of str
+    label_names : list of list of str, or None
+        Each document's label names (without the ``__label__`` prefix);
+        None when ``labels`` is False.
+
+    Raises
+    ------
+    DataFormatError
+        With the path and 1-based line number of the first bad line.
+    ValueError
+        On an unknown ``format``.
+    """
+    check_choice("format", format, DOCUMENT_FORMATS)
+    if format == "auto":
+        format = "jsonl" if Path(path).suffix.lower() in (".jsonl", ".json") else "fasttext"
+    parse = _parse_json_line if format == "jsonl" else _parse_fasttext_line
+    texts, names = [], []
     with open(path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
-            tokens = line.split()
-            names = []
-            while tokens and tokens[0].startswith(_LABEL_PREFIX):
-                names.append(tokens.pop(0)[len(_LABEL_PREFIX):])
-            if not names or not all(names):
-                raise DataFormatError("line has no __label__NAME token", path, number)
-            if not tokens:
-                raise DataFormatError("line has labels but no text", path, number)
-            labels.append(names)
-            texts.append(" ".join(tokens))
-    return texts, labels
+            try:
+                text, line_labels = parse(line, labels)
+            except DataFormatError as exc:
+                raise DataFormatError(exc.problem, path, number) from None
+            texts.append(text)
+            names.append(line_labels)
+    return texts, names if labels else None
+
+
+def _parse_fasttext_line(line: str, labels: bool) -> tuple[str, list[str]]:
+    """The text and ``__label__`` names of one fastText line."""
+    tokens = line.split()
+    names = []
+    while tokens and tokens[0].startswith(_LABEL_PREFIX):
+        names.append(tokens.pop(0)[len(_LABEL_PREFIX):])
+    if labels:
+        if not names or not all(names):
+            raise DataFormatError("line has no __label__NAME token")
+        if not tokens:
+            raise DataFormatError("line has labels but no text")
+    return " ".join(tokens), names
+
+
+def _parse_json_line(line: str, labels: bool) -> tuple[str, list[str]]:
+    """The ``"text"`` and ``"labels"`` of one JSON line."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(f"not a JSON object ({exc.msg})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+        raise DataFormatError('expected a JSON object with a string "text"')
+    if not labels:
+        return record["text"], []
+    names = record.get("labels")
+    names = [names] if isinstance(names, str) else names
+    if not isinstance(names, list) or not names or not all(
+            isinstance(name, str) and name for name in names):
+        raise DataFormatError('"labels" must be a non-empty name or list of non-empty names')
+    return record["text"], names
 
 
 def encode_strings(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,96 @@
+"""The command line's text pipeline: train --text, then predict prints label names."""
+
+import json
+
+import numpy as np
+import pytest
+
+import xmltree
+from xmltree.cli import main
+
+WORDS = {"grain": "wheat corn harvest crop", "oil": "crude barrel opec refinery",
+         "ship": "port vessel cargo tanker"}
+
+
+def documents(n, seed):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(n):
+        label = str(rng.choice(sorted(WORDS)))
+        rows.append((label, " ".join(rng.choice(WORDS[label].split(), size=6))))
+    return rows
+
+
+@pytest.fixture
+def files(tmp_path):
+    train = tmp_path / "train.txt"
+    train.write_text("".join(f"__label__{label} {text}\n" for label, text in documents(90, 0)),
+                     encoding="utf-8")
+    test = tmp_path / "test.jsonl"
+    test.write_text("".join(json.dumps({"text": text, "labels": [label]}) + "\n"
+                            for label, text in documents(30, 1)), encoding="utf-8")
+    return train, test
+
+
+LDSM = ["--n-trees", "2", "--max-nodes", "7", "--epochs", "3", "--n-jobs", "1", "--seed", "0"]
+
+
+def test_train_text_evaluate_save_and_predict_names(files, tmp_path, capsys):
+    train, test = files
+    model = tmp_path / "model.npz"
+    assert main(["-q", "train", str(train), "--text", "--model", str(model), "--test",
+                 str(test), "--min-count", "1", "--ngrams", "2", "--buckets", "32",
+                 *LDSM]) == 0
+    printed = capsys.readouterr().out
+    assert "train: 90 documents, 3 labels" in printed and "P@1 (%)" in printed
+    loaded = xmltree.load(model)
+    assert isinstance(loaded, xmltree.TextClassifier) and loaded.vectorizer_.ngrams == 2
+    assert loaded.estimator_.n_trees == 2 and loaded.weighting == "tfidf"
+
+    assert main(["-q", "predict", str(test), "--model", str(model), "-k", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    truth = [json.loads(line)["labels"][0] for line in test.read_text().splitlines()]
+    predicted = [line.split(":")[0] for line in lines]
+    assert len(lines) == 30 and np.mean(np.array(predicted) == truth) > 0.8
+
+    output = tmp_path / "names.txt"
+    assert main(["-q", "predict", str(train), "--model", str(model), "-k", "5", "--output",
+                 str(output)]) == 0
+    first = output.read_text().splitlines()[0].split()
+    assert 1 <= len(first) <= 3  # padding is not written
+    assert all(token.split(":")[0] in WORDS for token in first)
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--learner", "lomtree"], "--text trains LdSM"),
+    (["--rerank"], "--rerank does not apply to --text"),
+    (["--weighting", "bm25"], "invalid choice"),
+    (["--dim", "4"], "--dim do(es) not apply"),
+])
+def test_bad_text_options_fail_before_reading(files, tmp_path, capsys, flags, message):
+    train, _ = files
+    code = None
+    try:
+        code = main(["-q", "train", str(tmp_path / "missing.txt"), "--text", "--model",
+                     str(tmp_path / "m.npz"), *flags])
+    except SystemExit as exit_:  # argparse refuses an invalid choice
+        code = exit_.code
+    assert code != 0 and message in capsys.readouterr().err
+
+
+def test_weighting_needs_text(files, tmp_path, capsys):
+    train, _ = files
+    assert main(["-q", "train", str(train), "--model", str(tmp_path / "m.npz"),
+                 "--weighting", "count"]) == 1
+    assert "--weighting applies to --text only" in capsys.readouterr().err
+
+
+def test_a_model_of_vectors_still_needs_an_output_file(tmp_path, capsys):
+    from xmltree.datasets import make_synthetic, write_xc
+
+    X, Y = make_synthetic(n_samples=40, n_features=10, n_labels=5, random_state=0)
+    data, model = tmp_path / "data.txt", tmp_path / "m.npz"
+    write_xc(data, X, Y)
+    assert main(["-q", "train", str(data), "--model", str(model), *LDSM]) == 0
+    assert main(["-q", "predict", str(data), "--model", str(model)]) == 1
+    assert "--output is needed" in capsys.readouterr().err
