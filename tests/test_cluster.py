@@ -96,7 +96,8 @@ def test_merge_refuses_incompatible_hyper_parameters(rng, change, problem_name):
 
 def test_merge_refuses_other_shapes_duplicates_and_bad_input(rng):
     a, trees = model_from_random_trees(rng, n_trees=2)
-    wider = LdSM(n_trees=2, leaf_model="histogram", feature_scaling=None)
+    wider = LdSM(n_trees=2, leaf_model="histogram", feature_scaling=None,
+                 leaf_scores="distribution")
     wider._set_trees(trees, a.n_features_in_ + 1, a.n_labels_)
     with pytest.raises(ValueError, match="n_features_in_="):
         merge([a, wider])

@@ -33,7 +33,7 @@ needs_build_tree = pytest.mark.skipif(not HAVE_BUILD_TREE, reason="xmltree._ldsm
 
 N_FEATURES, N_LABELS = 20, 30
 #: The paper's LdSM: histogram leaves on the features as given.
-PAPER = {"leaf_model": "histogram", "feature_scaling": None}
+PAPER = {"leaf_model": "histogram", "feature_scaling": None, "leaf_scores": "distribution"}
 
 
 def model_from_random_trees(rng, *, n_trees=3, arity=2, routing="margin"):
@@ -396,7 +396,7 @@ def test_fit_beats_most_frequent_baseline(rng):
 @needs_build_tree
 def test_frequency_leaves_score_label_frequencies_and_are_saved(rng, tmp_path):
     X, labels, _ = clustered_problem(rng, 300)
-    model = LdSM(**FAST, leaf_scores="frequency", random_state=0).fit(X, labels)
+    model = LdSM(**{**FAST, "leaf_scores": "frequency"}, random_state=0).fit(X, labels)
     distribution = LdSM(**FAST, random_state=0).fit(X, labels)
     for a, b in zip(model.trees_, distribution.trees_):
         np.testing.assert_array_equal(a["weight_values"], b["weight_values"])

@@ -38,7 +38,14 @@ __all__ = ["FORMAT_VERSION", "OLDEST_READABLE_VERSION", "ModelFile", "save_model
 #:    Later, a new kind without a new version (no other kind's layout
 #:    changed): ``"reranked"``, a learner's state under ``estimator/`` names
 #:    beside its re-ranker's (``xmltree.rerank.Reranked``).
-FORMAT_VERSION = 2
+#: 3. LdSM stores the feature scaling it learned (``params["scaling"]``, and
+#:    the array ``scaling/idf`` for tf-idf) and, with linear leaves, its label
+#:    classifiers (``labels/indptr``, ``labels/indices``, ``labels/values``,
+#:    ``labels/bias``). New hyper-parameters ``leaf_model``, ``C``,
+#:    ``n_candidates``, ``histogram_weight`` and ``feature_scaling``: older
+#:    files load as the models they are, with histogram leaves on unscaled
+#:    features (and the leaf scores they recorded).
+FORMAT_VERSION = 3
 
 #: Files of versions ``OLDEST_READABLE_VERSION`` to ``FORMAT_VERSION`` are read;
 #: others are refused with a message saying what to do.

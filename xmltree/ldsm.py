@@ -182,10 +182,10 @@ class LdSM(TopKEstimator):
 
     _KIND = "ldsm"
 
-    def __init__(self, n_trees=10, arity=2, max_nodes=1000, epochs=20, lambda1=2.0,
+    def __init__(self, n_trees=10, arity=2, max_nodes=1000, epochs=5, lambda1=2.0,
                  lambda2=1.0, optimizer="nag", learning_rate=0.1, routing="margin",
-                 weight_threshold=0.05, leaf_scores="distribution", leaf_aggregation="mean",
-                 leaf_model="linear", C=0.25, n_candidates=100, histogram_weight=0.2,
+                 weight_threshold=0.05, leaf_scores="frequency", leaf_aggregation="mean",
+                 leaf_model="linear", C=0.35, n_candidates=200, histogram_weight=0.3,
                  feature_scaling="auto", max_weights_per_regressor=2048,
                  max_weights_per_example=4.0, rerank=False, random_state=None, first_tree=0,
                  n_jobs=-1, verbose=False):

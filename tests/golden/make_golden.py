@@ -96,7 +96,8 @@ def _learned_tree(**params):
 #: The paper's LdSM (histogram leaves, features as given) and the linear
 #: leaves on tf-idf features, each with its settings spelt out, so that a
 #: change of defaults does not change the cases.
-_LDSM = dict(n_trees=3, max_nodes=40, epochs=3, leaf_model="histogram", feature_scaling=None)
+_LDSM = dict(n_trees=3, max_nodes=40, epochs=3, leaf_model="histogram", feature_scaling=None,
+             leaf_scores="distribution")
 _LINEAR = dict(n_trees=3, max_nodes=40, epochs=3, leaf_model="linear", feature_scaling="tfidf",
                C=0.25, n_candidates=10, histogram_weight=0.3, leaf_scores="frequency")
 
@@ -104,7 +105,7 @@ _LINEAR = dict(n_trees=3, max_nodes=40, epochs=3, leaf_model="linear", feature_s
 CASES = {
     "ldsm": _ldsm(**_LDSM),
     "ldsm_arity3_sigmoid": _ldsm(**_LDSM, arity=3, routing="sigmoid", lambda2=2.0),
-    "ldsm_frequency_sum": _ldsm(**_LDSM, leaf_scores="frequency", leaf_aggregation="sum"),
+    "ldsm_frequency_sum": _ldsm(**{**_LDSM, "leaf_scores": "frequency"}, leaf_aggregation="sum"),
     "ldsm_rerank_centroid": _ldsm(**_LDSM, rerank={"n_candidates": 12}),
     "ldsm_rerank_ridge": _ldsm(**_LDSM, rerank={"tail_scorer": "ridge", "method": "linear",
                                                 "propensity_exponent": 1.0}),
