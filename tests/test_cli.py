@@ -292,3 +292,23 @@ def test_benchmark_presets_default_to_a_fixed_node_budget(monkeypatch):
     benchmark.preset_runs("amazon670k-shape", [0.001], params, progress=False)
     benchmark.preset_runs("amazon670k-shape", [0.001], dict(params, max_nodes=7), progress=False)
     assert [p["max_nodes"] for p in seen] == [benchmark.PRESET_MAX_NODES, 7]
+
+
+@pytest.mark.parametrize("options, leaf_model, scaling", [
+    ([], "linear", "l2"),  # make_synthetic's values are tf-idf weights: "auto" keeps them, L2
+    (["--leaf-model", "histogram", "--feature-scaling", "none"], "histogram", "none"),
+    (["--feature-scaling", "tfidf", "--C", "0.5", "--n-candidates", "7",
+      "--histogram-weight", "0.1"], "linear", "tfidf"),
+])
+def test_train_takes_the_leaf_and_scaling_options(tmp_path, split_files, options, leaf_model,
+                                                  scaling):
+    from xmltree import load
+
+    train, _ = split_files
+    model = tmp_path / "model.npz"
+    assert main(["-q", "train", str(train), "--model", str(model), *SMALL_MODEL,
+                 *options]) == 0
+    loaded = load(model)
+    assert loaded.leaf_model == leaf_model and loaded.scaler_.kind_ == scaling
+    if "--C" in options:
+        assert (loaded.C, loaded.n_candidates, loaded.histogram_weight) == (0.5, 7, 0.1)

@@ -214,6 +214,13 @@ _HYPER_PARAMETERS = (
     ("leaf_scores", ("distribution", "frequency"), "LdSM: what leaves score labels with"),
     ("leaf_aggregation", ("mean", "sum"),
      "LdSM: how a tree combines the leaves an example reaches"),
+    ("leaf_model", ("linear", "histogram"),
+     "LdSM: label classifiers blended with the leaf histograms, or the histograms alone"),
+    ("C", float, "LdSM: loss weight of the label classifiers (inverse regularisation)"),
+    ("n_candidates", int, "LdSM: labels per example the label classifiers re-score"),
+    ("histogram_weight", float, "LdSM: weight of the leaf histograms in the blend, in [0, 1]"),
+    ("feature_scaling", ("auto", "tfidf", "l2", "none"),
+     "LdSM: feature scaling learned at fit (auto: tf-idf for counts, else l2)"),
     ("max_internal_nodes", int, "LOMtree: node budget (default: classes - 1)"),
     ("swap_resistance", float, "LOMtree: swap resistance RS"),
     ("loss", ("hinge", "logistic"), "LOMtree: loss of the node regressors"),
@@ -263,6 +270,8 @@ def _model_from_args(args, learner: str = "ldsm", exclude=()):
     accepted = set(cls._param_names())
     given = {name: getattr(args, name) for name, _, _ in _HYPER_PARAMETERS
              if getattr(args, name) is not None and name not in exclude}
+    if given.get("feature_scaling") == "none":
+        given["feature_scaling"] = None
     foreign = sorted(set(given) - accepted)
     if foreign:
         flags = ", ".join("--" + name.replace("_", "-") for name in foreign)

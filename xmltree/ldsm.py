@@ -4,9 +4,17 @@ LdSM (Majzoubi & Choromanska, AISTATS 2020) grows M-ary trees whose nodes
 hold one linear regressor per child. Training (``xmltree._ldsm.build_tree``)
 pushes each node's regressors to split the labels of the node into balanced,
 pure children; at prediction an example may descend to several children, and
-its scores are the average (or, as an option, the sum) of the normalised label
+its histogram scores are the average (or, as an option, the sum) of the label
 histograms of the leaves it reaches, averaged again over the trees of the
 ensemble.
+
+Beyond the paper, and by default: features are scaled at ``fit`` (tf-idf for
+counts, unit rows otherwise; ``xmltree._scaling``), and *linear leaves*
+(``xmltree._linear_leaves``) re-score an example's best histogram labels
+with per-label linear classifiers trained on the labels' tree neighbourhoods,
+blended with the histograms. ``LdSM(leaf_model="histogram",
+leaf_scores="distribution", feature_scaling=None, epochs=20)`` is the paper's
+LdSM.
 
 This module is the thin Python layer: hyper-parameter and input validation,
 seeding, parallel training with joblib threads (the compiled builder releases
@@ -69,8 +77,10 @@ class LdSM(TopKEstimator):
         all 2^M - 1 non-empty subsets of children for each example.
     max_nodes : int, default=1000
         Largest number of nodes per tree, >= 1.
-    epochs : int, default=20
-        Passes over a node's examples when training its regressors, >= 1.
+    epochs : int, default=5
+        Passes over a node's examples when training its regressors, >= 1
+        (the paper uses 20; with linear leaves, 5 rank as well on held-out
+        rows and train 3-4 times faster).
     lambda1 : float, default=2.0
         Weight of the purity term of the node objective, >= 0.
     lambda2 : float, default=1.0
@@ -92,14 +102,16 @@ class LdSM(TopKEstimator):
         sparse; ``None`` uses ``1 / n_features`` as the authors do. 0.05
         stores fewer weights than the authors' choice at equal or better
         precision (measured in ``benchmarks/README.md``).
-    leaf_scores : {"distribution", "frequency"}, default="distribution"
+    leaf_scores : {"distribution", "frequency"}, default="frequency"
         What a leaf scores each label of its training examples with: its
         share of their label occurrences (the paper's normalised histogram,
-        so every prediction's scores sum to 1), or the fraction of the
-        examples that carry it (an estimate of P(label | leaf), which does
-        not penalise leaves whose examples have many labels). "frequency"
-        suits data with few labels per example (Bibtex rather than
-        Delicious; measured in ``benchmarks/README.md``).
+        so the histogram scores of a prediction sum to 1), or the fraction
+        of the examples that carry it (an estimate of P(label | leaf), which
+        does not penalise leaves whose examples have many labels, and is on
+        the scale of the classifiers' probabilities that linear leaves blend
+        it with). With histogram leaves alone, "frequency" suits data with
+        few labels per example (Bibtex rather than Delicious; measured in
+        ``benchmarks/README.md``).
     leaf_aggregation : {"mean", "sum"}, default="mean"
         How a tree scores an example that reaches several of its leaves:
         with the average of their scores (the paper's Algorithm 2), or with
@@ -109,6 +121,35 @@ class LdSM(TopKEstimator):
         ``leaf_scores="frequency", leaf_aggregation="sum"`` is the best
         setting found for data with few labels per example, a small gain
         there and a loss on data with many (``benchmarks/README.md``).
+    leaf_model : {"linear", "histogram"}, default="linear"
+        What scores an example's labels. "histogram": the leaf histograms
+        alone (the paper). "linear": every label also has a sparse linear
+        classifier (L2-regularised squared hinge, solved by dual coordinate
+        descent as in LIBLINEAR), trained on the label's *tree
+        neighbourhood* (the training examples that have the label among
+        their own ``n_candidates`` best histogram labels, plus every example
+        carrying it); an example's ``n_candidates`` best labels by histogram
+        score ``h`` are then scored ``sigmoid(4 z) ** (1 - histogram_weight)
+        * h ** histogram_weight``, with ``z`` the classifier's margin, and
+        the other labels get no score. Training and prediction cost per
+        example grow with ``n_candidates``, not with the number of labels.
+    C : float, default=0.35
+        Weight of the classifiers' squared hinge loss against their L2
+        regulariser ("linear" leaves), > 0; larger fits the training data
+        more closely.
+    n_candidates : int, default=200
+        Labels per example that linear leaves re-score at prediction, and
+        that make up the label neighbourhoods at training, >= 1.
+    histogram_weight : float, default=0.3
+        Exponent of the histogram score in the linear leaves' blend, in
+        [0, 1]: 0 ranks by the classifiers alone, 1 by the histograms alone.
+    feature_scaling : {"auto", "tfidf", "l2", None}, default="auto"
+        Feature scaling learned at :meth:`fit` and applied to every input
+        of :meth:`predict`, :meth:`predict_file` and the re-ranker (see
+        ``xmltree._scaling``): "tfidf" (sublinear tf, smoothed idf of the
+        training rows, unit rows), "l2" (unit rows), None (features as
+        given), or "auto": "tfidf" when every training value is a
+        non-negative integer (counts, 0/1), "l2" otherwise.
     max_weights_per_regressor : int or None, default=2048
     max_weights_per_example : float or None, default=4.0
         Weight budget of a regressor (biases aside): at most ``max(
@@ -170,6 +211,12 @@ class LdSM(TopKEstimator):
         ``xmltree._flat_tree.TREE_ARRAYS``).
     n_nodes_, n_leaves_, depth_ : numpy.ndarray of int, shape (n_trees,)
         Size, leaf count and maximum depth of each tree.
+    scaler_ : xmltree._scaling.FeatureScaler
+        The fitted feature scaling (``scaler_.kind_`` tells which).
+    label_weights_ : scipy.sparse.csr_matrix of float32, shape (n_labels, n_features) or None
+        The label classifiers of linear leaves (None for histogram leaves).
+    label_bias_ : numpy.ndarray of float32, shape (n_labels,) or None
+        Their biases.
     reranker_ : xmltree.rerank.Reranker or None
         The tail-label re-ranker when fitted with ``rerank`` set.
 
@@ -370,7 +417,9 @@ class LdSM(TopKEstimator):
             sample whose reached leaves hold fewer than ``k`` labels is
             padded with label ``-1`` and score ``0``.
         scores : numpy.ndarray of float32, shape (n_samples, k)
-            Ensemble-averaged histogram scores, in [0, 1] unless
+            With linear leaves, the blend of classifier probabilities and
+            histogram scores (see ``leaf_model``), in [0, 1]; with histogram
+            leaves, the ensemble-averaged histogram scores, in [0, 1] unless
             ``leaf_aggregation="sum"`` (then at most the largest number of
             leaves a tree gives the sample).
 
@@ -453,7 +502,9 @@ class LdSM(TopKEstimator):
         Returns
         -------
         scipy.sparse.csr_matrix of float32, shape ``(n_samples, n_labels_)``
-            With ``leaf_scores="distribution"`` and ``leaf_aggregation="mean"``
+            With linear leaves, the blended scores of each sample's
+            ``n_candidates`` best histogram labels. With histogram leaves,
+            ``leaf_scores="distribution"`` and ``leaf_aggregation="mean"``,
             each row sums to 1 up to rounding: every sample reaches at least
             one leaf of every tree, and leaf histograms are normalised.
         """

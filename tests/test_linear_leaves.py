@@ -1,0 +1,239 @@
+"""Linear leaves: the label classifiers' solver, their training sets, and LdSM's blend."""
+
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from label_models_reference import train_label_models as reference_train
+from test_persistence import rewrite_meta
+
+from xmltree import LdSM
+from xmltree._label_models import train_label_models
+from xmltree._linear_leaves import MARGIN_SCALE, check_linear_leaves, neighbourhoods
+from xmltree._validation import check_features
+from xmltree.datasets import make_synthetic
+from xmltree.exceptions import ModelFormatError
+from xmltree.ldsm import merge
+
+SOLVER = dict(C=0.5, max_epochs=15, tolerance=0.01, weight_threshold=0.02, seed=7)
+
+
+def random_problem(rng, n_samples=40, n_features=12, n_labels=5, density=0.3):
+    """Random non-negative features and, per label, a random subset of rows."""
+    X = sp.random(n_samples, n_features, density=density, random_state=rng, dtype=np.float32,
+                  format="csr")
+    X = check_features(X)
+    indptr, examples, targets = [0], [], []
+    for label in range(n_labels):
+        # Label 2 has no examples: an empty classifier with a zero bias.
+        size = 0 if label == 2 else int(rng.integers(3, n_samples))
+        rows = np.sort(rng.choice(n_samples, size=size, replace=False)).astype(np.int32)
+        examples.append(rows)
+        targets.append(np.where(rng.random(size) < 0.4, 1, -1).astype(np.int8))
+        indptr.append(indptr[-1] + size)
+    return (X, np.asarray(indptr, dtype=np.int64), np.concatenate(examples),
+            np.concatenate(targets))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_solver_matches_the_python_reference(seed):
+    X, indptr, examples, targets = random_problem(np.random.default_rng(seed))
+    weights, bias = train_label_models(X, indptr, examples, targets, **SOLVER)
+    expected_weights, expected_bias = reference_train(X, indptr, examples, targets, **SOLVER)
+    np.testing.assert_allclose(weights.toarray(), expected_weights, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(bias, expected_bias, rtol=1e-5, atol=1e-6)
+    assert weights.indptr.dtype == np.int64 and weights.indices.dtype == np.int32
+    assert weights[2].nnz == 0 and bias[2] == 0
+    assert np.all(np.abs(weights.data) >= SOLVER["weight_threshold"])
+
+
+def test_solver_results_do_not_depend_on_threads():
+    X, indptr, examples, targets = random_problem(np.random.default_rng(3), n_labels=30)
+    one = train_label_models(X, indptr, examples, targets, **SOLVER, n_threads=1)
+    two = train_label_models(X, indptr, examples, targets, **SOLVER, n_threads=2)
+    assert (one[0] != two[0]).nnz == 0 and np.array_equal(one[1], two[1])
+
+
+def test_solver_separates_a_separable_label():
+    rng = np.random.default_rng(4)
+    X, indptr, examples, targets = random_problem(rng, n_labels=1, density=0.5)
+    targets = np.where(X[examples].toarray()[:, 0] > 0, 1, -1).astype(np.int8)
+    weights, bias = train_label_models(X, indptr, examples, targets, C=10.0, max_epochs=200,
+                                       tolerance=1e-4, weight_threshold=0.0, seed=0)
+    margins = X[examples] @ weights[0].toarray().ravel() + bias[0]
+    assert np.all(np.sign(margins) == targets)
+
+
+def test_neighbourhoods_hold_the_candidates_and_every_positive():
+    candidates = np.array([[1, 3, -1], [0, 1, 2], [3, -1, -1]], dtype=np.int32)
+    Y = sp.csr_matrix(np.array([[0, 1, 0, 0, 1], [0, 0, 0, 0, 0], [1, 0, 0, 1, 0]],
+                               dtype=np.float32))
+    indptr, examples, targets = neighbourhoods(candidates, Y)
+    by_label = {label: dict(zip(examples[indptr[label]:indptr[label + 1]].tolist(),
+                                targets[indptr[label]:indptr[label + 1]].tolist()))
+                for label in range(5)}
+    assert by_label == {0: {1: -1, 2: 1}, 1: {0: 1, 1: -1}, 2: {1: -1},
+                        3: {0: -1, 2: 1}, 4: {0: 1}}
+    assert indptr.dtype == np.int64 and examples.dtype == np.int32 and targets.dtype == np.int8
+
+
+# ----------------------------------------------------------------------
+# LdSM with linear leaves
+# ----------------------------------------------------------------------
+
+LINEAR = dict(n_trees=3, max_nodes=15, epochs=3, n_candidates=6, histogram_weight=0.3,
+              random_state=0)
+
+
+@pytest.fixture(scope="module")
+def problem():
+    X, Y = make_synthetic(400, 60, 20, avg_labels=2.0, random_state=5)
+    # Raw counts, as users bring text: "auto" scaling picks tf-idf.
+    X.data = np.ceil(X.data * 10).astype(np.float32)
+    return X[:300], Y[:300], X[300:], Y[300:]
+
+
+@pytest.fixture(scope="module")
+def fitted(problem):
+    X, Y, _, _ = problem
+    return LdSM(**LINEAR).fit(X, Y)
+
+
+def reference_blend(model, X, k):
+    """Top-k of the blend computed with NumPy from the histogram scores of the
+    same trees (an otherwise identical model with histogram leaves), and
+    whether each row's candidates are unambiguous: no histogram tie (to
+    float32 precision) across the cut at ``n_candidates``."""
+    histograms = LdSM(**{**LINEAR, "leaf_model": "histogram"}).fit(*model._training_data)
+    hist = histograms.predict_scores(X).toarray()
+    X_scaled = model.scaler_.transform(check_features(X, n_features=model.n_features_in_))
+    margins = (X_scaled @ model.label_weights_.T).toarray() + model.label_bias_
+    labels = np.full((X.shape[0], k), -1)
+    scores = np.zeros((X.shape[0], k))
+    clear_cut = np.ones(X.shape[0], dtype=bool)
+    for i in range(X.shape[0]):
+        seen = np.flatnonzero(hist[i])
+        order = np.lexsort((seen, -hist[i, seen].astype(np.float64)))
+        ranked = hist[i, seen[order]]
+        if ranked.size > model.n_candidates:
+            clear_cut[i] = ranked[model.n_candidates - 1] - ranked[model.n_candidates] > 1e-6
+        candidates = seen[order][:model.n_candidates]
+        blended = (1 / (1 + np.exp(-MARGIN_SCALE * margins[i, candidates]))) ** (
+            1 - model.histogram_weight) * hist[i, candidates] ** model.histogram_weight
+        best = np.lexsort((candidates, -blended.astype(np.float32)))[:k]
+        labels[i, :best.size], scores[i, :best.size] = candidates[best], blended[best]
+    return labels, scores, clear_cut
+
+
+def test_linear_leaves_predict_the_reference_blend(problem, fitted):
+    X, Y, X_test, _ = problem
+    fitted._training_data = (X, Y)
+    labels, scores = fitted.predict(X_test, k=5)
+    expected_labels, expected_scores, clear_cut = reference_blend(fitted, X_test, 5)
+    assert clear_cut.mean() > 0.8
+    labels, scores = labels[clear_cut], scores[clear_cut]
+    expected_labels, expected_scores = expected_labels[clear_cut], expected_scores[clear_cut]
+    np.testing.assert_allclose(scores, expected_scores, rtol=1e-5)
+    # Labels agree except where two scores tie to float32 precision.
+    distinct = np.abs(np.diff(scores, axis=1)) > 1e-6
+    agree = labels == expected_labels
+    assert agree[:, 0].mean() > 0.99 and np.all(agree[:, :-1] | ~distinct)
+
+
+def test_linear_scores_are_probability_like_and_limited_to_the_candidates(problem, fitted):
+    _, _, X_test, _ = problem
+    scores = fitted.predict_scores(X_test)
+    assert np.all(np.diff(scores.indptr) <= fitted.n_candidates)
+    assert scores.data.min() >= 0 and scores.data.max() <= 1
+
+
+def test_linear_leaves_beat_histograms_on_held_out_rows(problem):
+    X, Y, X_test, Y_test = problem
+    linear = LdSM(**LINEAR).fit(X, Y)
+    histogram = LdSM(**{**LINEAR, "leaf_model": "histogram"}).fit(X, Y)
+
+    def p_at_1(model):
+        top = model.predict(X_test, k=1)[0][:, 0]
+        return np.mean([Y_test[i, label] for i, label in enumerate(top)])
+    assert p_at_1(linear) > p_at_1(histogram)
+
+
+def test_linear_leaves_do_not_depend_on_threads(problem):
+    X, Y, X_test, _ = problem
+    one = LdSM(**LINEAR, n_jobs=1).fit(X, Y)
+    two = LdSM(**LINEAR, n_jobs=2).fit(X, Y)
+    assert (one.label_weights_ != two.label_weights_).nnz == 0
+    for a, b in zip(one.predict(X_test), two.predict(X_test)):
+        assert np.array_equal(a, b)
+
+
+def test_linear_leaves_and_scaling_survive_save_and_load(problem, fitted, tmp_path):
+    _, _, X_test, _ = problem
+    fitted.save(tmp_path / "model.npz")
+    loaded = LdSM.load(tmp_path / "model.npz")
+    assert loaded.scaler_.kind_ == "tfidf" and loaded.label_weights_ is not None
+    for a, b in zip(fitted.predict(X_test), loaded.predict(X_test)):
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("tamper", ["missing", "bad_index", "nan", "bad_bias"])
+def test_tampered_label_classifiers_are_refused(fitted, tmp_path, tamper):
+    path = tmp_path / "model.npz"
+    fitted.save(path)
+    with np.load(path) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    if tamper == "missing":
+        del arrays["labels/values"]
+    elif tamper == "bad_index":
+        arrays["labels/indices"] = arrays["labels/indices"].copy()
+        arrays["labels/indices"][0] = fitted.n_features_in_
+    elif tamper == "nan":
+        arrays["labels/values"] = arrays["labels/values"].copy()
+        arrays["labels/values"][0] = np.nan
+    else:
+        arrays["labels/bias"] = arrays["labels/bias"][:-1]
+    np.savez(path, **arrays)
+    with pytest.raises(ModelFormatError):
+        LdSM.load(path)
+
+
+def test_check_linear_leaves_accepts_what_fit_made(fitted):
+    arrays = {"labels/indptr": fitted.label_weights_.indptr,
+              "labels/indices": fitted.label_weights_.indices,
+              "labels/values": fitted.label_weights_.data, "labels/bias": fitted.label_bias_}
+    weights, bias = check_linear_leaves(arrays, fitted.n_features_in_, fitted.n_labels_)
+    assert (weights != fitted.label_weights_).nnz == 0 and bias is fitted.label_bias_
+
+
+def test_files_from_before_linear_leaves_load_as_histogram_models(problem, tmp_path):
+    X, Y, X_test, _ = problem
+    old = LdSM(**{**LINEAR, "leaf_model": "histogram", "feature_scaling": None}).fit(X, Y)
+    path = tmp_path / "old.npz"
+    old.save(path)
+
+    with np.load(path) as archive:
+        params = json.loads(archive["__meta__"].tobytes())["params"]
+    for name in ("leaf_model", "C", "n_candidates", "histogram_weight", "feature_scaling"):
+        del params["hyper_parameters"][name]
+    del params["scaling"]
+    rewrite_meta(path, format_version=2, params=params)
+    loaded = LdSM.load(path)
+    assert loaded.leaf_model == "histogram" and loaded.feature_scaling is None
+    for a, b in zip(old.predict(X_test), loaded.predict(X_test)):
+        assert np.array_equal(a, b)
+
+
+def test_merge_refuses_linear_leaves(fitted):
+    with pytest.raises(ValueError, match="leaf_model='linear'"):
+        merge([fitted, fitted])
+
+
+@pytest.mark.parametrize("name, value", [
+    ("leaf_model", "forest"), ("C", 0.0), ("C", float("inf")), ("n_candidates", 0),
+    ("n_candidates", 2.5), ("histogram_weight", -0.1), ("histogram_weight", 1.5),
+    ("feature_scaling", "idf"),
+])
+def test_bad_linear_leaf_parameters_are_named(name, value):
+    with pytest.raises(ValueError, match=name):
+        LdSM(**{name: value}).fit(np.ones((3, 2)), [[0], [1], [0]])
