@@ -116,6 +116,17 @@ def _entry(name, n_features, n_labels, n_train, n_test, labels_per_point, points
     )
 
 
+def _text_entry(name, n_features, n_labels, n_train, n_test, labels_per_point) -> DatasetInfo:
+    """An entry of the raw-count text sets of the mldr.datasets collection.
+
+    They are not in the Extreme Classification Repository: their splits (a
+    seeded 70/30) are converted to its single-file layout, and a mirror serves
+    them as ``<name>.zip`` like the others (see ``datasets/README.md``).
+    """
+    return _entry(name, n_features, n_labels, n_train, n_test, labels_per_point,
+                  round(labels_per_point * n_train / n_labels, 2), "single", _OTHER)
+
+
 _ENTRIES = (
     # name, D, L, N train, N test, labels/point, points/label, layout, propensity (A, B)
     _entry("Mediamill", 120, 101, 30993, 12914, 4.38, 1902.15, "split", _OTHER),
@@ -132,6 +143,10 @@ _ENTRIES = (
            _WIKIPEDIA),
     _entry("Amazon-670K", 135909, 670091, 490449, 153025, 5.45, 3.99, "single", _AMAZON),
     _entry("Amazon-3M", 337067, 2812281, 1717899, 742507, 36.04, 31.64, "single", _AMAZON),
+    # Raw-count text (mldr.datasets): name, D, L, N train, N test, labels/point.
+    _text_entry("yahoo_arts", 23146, 26, 5239, 2245, 1.64),
+    _text_entry("stackex_chemistry", 540, 175, 4873, 2088, 2.10),
+    _text_entry("rcv1sub1", 47236, 101, 4200, 1800, 2.88),
 )
 
 
