@@ -28,6 +28,23 @@ def load_split(data_home: Path, name: str):
     return X_train, Y_train, X_test, Y_test
 
 
+#: Share of a synthetic preset's rows that train (the rest test).
+SYNTHETIC_TRAIN_FRACTION = 0.8
+
+
+def load_benchmark_data(data_home: Path, name: str):
+    """``(X_train, Y_train, X_test, Y_test)`` of a registered dataset, or of a
+    synthetic preset named ``<preset>@<scale>`` (seed 0, first 80% of rows train)."""
+    if "@" not in name:
+        return load_split(data_home, name)
+    from xmltree.datasets import make_synthetic_preset
+
+    preset, scale = name.split("@")
+    X, Y = make_synthetic_preset(preset, scale=float(scale), random_state=0)
+    n_train = int(SYNTHETIC_TRAIN_FRACTION * X.shape[0])
+    return X[:n_train], Y[:n_train], X[n_train:], Y[n_train:]
+
+
 def peak_memory_mb() -> dict:
     """Peak resident memory so far, in MB: this process's and its finished children's."""
     return {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,

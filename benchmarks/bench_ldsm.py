@@ -7,13 +7,17 @@ model runs in a forked child process so that its peak memory is its own.
 Examples
 --------
     python benchmarks/bench_ldsm.py                          # bibtex + delicious, all models
+    python benchmarks/bench_ldsm.py --datasets bibtex delicious yahoo_arts \
+        stackex_chemistry rcv1sub1 amazon670k-shape@0.1 --markdown   # the defaults vs peers
     python benchmarks/bench_ldsm.py --datasets delicious --models ldsm --n-trees 1 10 50
     python benchmarks/bench_ldsm.py --json results.json --plots plots/
     python benchmarks/bench_ldsm.py --datasets bibtex --n-trees 50 \
         --rerank-param tail_scorer=ridge --rerank-param alpha=0.3 ...   # with re-ranking
 
 Datasets are read from ``--data-home`` (default ``../shared/datasets`` next to the
-repository) in the ``<name>/train.txt`` + ``<name>/test.txt`` layout.
+repository) in the ``<name>/train.txt`` + ``<name>/test.txt`` layout; ``<preset>@<scale>``
+(e.g. ``amazon670k-shape@0.1``) generates a synthetic preset instead (seed 0), of which the
+first 80% of the rows train. LdSM runs at its defaults unless options say otherwise.
 """
 
 from __future__ import annotations
@@ -24,14 +28,14 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from _common import DEFAULT_DATA_HOME, load_split, write_json
+from _common import DEFAULT_DATA_HOME, load_benchmark_data, write_json
 
 from xmltree.benchmark import METRIC_KEYS, measure
 from xmltree.cli import _rerank_setting
 from xmltree.datasets import write_xc
 from xmltree.metrics import inverse_propensity
 
-PEERS = ("napkinxc-plt", "napkinxc-ovr", "omikuji-parabel", "omikuji-bonsai")
+PEERS = ("napkinxc-plt", "napkinxc-br", "napkinxc-ovr", "omikuji-parabel", "omikuji-bonsai")
 
 
 # ----------------------------------------------------------------------------- models
@@ -43,7 +47,9 @@ def run_ldsm(data, n_trees, params, n_jobs, timer):
     import xmltree
 
     X_train, Y_train, X_test, _ = data
-    model = xmltree.LdSM(n_trees=n_trees, n_jobs=n_jobs, random_state=0, **params)
+    if n_trees is not None:
+        params = {**params, "n_trees": n_trees}
+    model = xmltree.LdSM(n_jobs=n_jobs, random_state=0, **params)
     with timer("train"):
         model.fit(X_train, Y_train)
     with timer("predict"):
@@ -53,12 +59,12 @@ def run_ldsm(data, n_trees, params, n_jobs, timer):
 
 
 def run_napkinxc(data, kind, n_jobs, timer):
-    from napkinxc.models import OVR, PLT
+    from napkinxc.models import BR, OVR, PLT
 
     X_train, Y_train, X_test, _ = data
     label_lists = [row.indices.tolist() for row in Y_train]
     with tempfile.TemporaryDirectory() as directory:
-        model_class = PLT if kind == "plt" else OVR
+        model_class = {"plt": PLT, "br": BR, "ovr": OVR}[kind]
         model = model_class(directory, threads=n_jobs or 0, seed=0)
         with timer("train"):
             model.fit(X_train, label_lists)
@@ -99,6 +105,19 @@ def _pad(rankings) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ report
+
+
+def print_markdown(results: dict) -> None:
+    """One Markdown table of every dataset's runs, for benchmarks/README.md."""
+    print("\n| data | model | P@1 | P@3 | P@5 | PSP@5 | train s | ms/example | peak RSS MB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for dataset, rows in results.items():
+        for r in rows:
+            name = r["model"] if r["n_trees"] is None else f"{r['model']} ({r['n_trees']} trees)"
+            print(f"| {dataset} | {name} | " + " | ".join(
+                f"{100 * r[key]:.2f}" for key in ("P@1", "P@3", "P@5", "PSP@5"))
+                + f" | {r['train_s']:.2f} | {r['predict_ms_per_example']:.3f}"
+                f" | {r['peak_rss_mb']:.0f} |")
 
 
 def print_table(dataset: str, rows: list[tuple[str, dict]]) -> None:
@@ -156,8 +175,8 @@ def main(argv=None) -> None:
     parser.add_argument("--datasets", nargs="+", default=["bibtex", "delicious"])
     parser.add_argument("--models", nargs="+", default=["ldsm", *PEERS],
                         choices=["ldsm", *PEERS])
-    parser.add_argument("--n-trees", type=int, nargs="+", default=[1, 10, 50],
-                        help="LdSM ensemble sizes to train (default 1 10 50)")
+    parser.add_argument("--n-trees", type=int, nargs="+", default=[None],
+                        help="LdSM ensemble sizes to train (default: LdSM's own)")
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--arity", type=int, default=None)
     parser.add_argument("--max-nodes", type=int, default=None)
@@ -170,29 +189,41 @@ def main(argv=None) -> None:
     parser.add_argument("--leaf-aggregation", choices=("mean", "sum"), default=None)
     parser.add_argument("--max-weights-per-regressor", type=int, default=None)
     parser.add_argument("--max-weights-per-example", type=float, default=None)
+    parser.add_argument("--leaf-model", choices=("linear", "histogram"), default=None)
+    parser.add_argument("--C", type=float, default=None)
+    parser.add_argument("--n-candidates", type=int, default=None)
+    parser.add_argument("--histogram-weight", type=float, default=None)
+    parser.add_argument("--feature-scaling", choices=("auto", "tfidf", "l2", "none"),
+                        default=None)
     parser.add_argument("--rerank-param", dest="rerank_params", action="append", default=[],
                         metavar="NAME=VALUE",
                         help="fit LdSM with a tail-label re-ranker with this setting (repeatable) "
                         "and predict with re-ranking")
     parser.add_argument("--json", type=Path, help="write all results here")
+    parser.add_argument("--markdown", action="store_true",
+                        help="also print one Markdown table of all results")
     parser.add_argument("--plots", type=Path, help="write PNG plots to this directory")
     args = parser.parse_args(argv)
     params = {name: getattr(args, name) for name in
               ("arity", "max_nodes", "epochs", "learning_rate", "lambda1", "lambda2", "routing",
                "leaf_scores", "leaf_aggregation", "max_weights_per_regressor",
-               "max_weights_per_example")
+               "max_weights_per_example", "leaf_model", "C", "n_candidates",
+               "histogram_weight", "feature_scaling")
               if getattr(args, name) is not None}
+    if params.get("feature_scaling") == "none":
+        params["feature_scaling"] = None
     if args.rerank_params:
         params["rerank"] = _rerank_setting(True, args.rerank_params)
 
     results: dict[str, list[dict]] = {}
     for dataset in args.datasets:
-        data = load_split(args.data_home, dataset)
+        data = load_benchmark_data(args.data_home, dataset)
         inv_propensity = inverse_propensity(data[1])
         runs = []
         if "ldsm" in args.models:
             for n_trees in args.n_trees:
-                runs.append((f"ldsm ({n_trees} trees)", "ldsm", n_trees,
+                label = "ldsm" if n_trees is None else f"ldsm ({n_trees} trees)"
+                runs.append((label, "ldsm", n_trees,
                              lambda d, t, n=n_trees: run_ldsm(d, n, params, args.n_jobs, t)))
         for peer in (m for m in args.models if m != "ldsm"):
             library, kind = peer.split("-")
@@ -207,6 +238,8 @@ def main(argv=None) -> None:
             rows.append((name, result))
         print_table(dataset, rows)
         results[dataset] = [r for _, r in rows]
+    if args.markdown:
+        print_markdown(results)
     if args.json:
         write_json(args.json, {"datasets": results})
     if args.plots:

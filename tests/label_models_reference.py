@@ -5,8 +5,11 @@ from Hsieh et al. (ICML 2008, Algorithm 1 with the L2-loss diagonal
 D_ii = 1 / (2C)), with the conventions ``xmltree._label_models`` documents:
 a bias feature of value 1, visiting orders shuffled by the label's own
 xoshiro256** generator (seed ``seed ^ (label * 0x9E3779B97F4A7C15)``,
-Fisher-Yates from the last position), a stop once every projected gradient
-of a pass is within the tolerance, and weights of magnitude below the
+Fisher-Yates from the last position, over the active examples), LIBLINEAR's
+shrinking (an example with alpha 0 whose gradient exceeds the previous
+pass's largest projected gradient leaves the active set, swapped with the
+last active one), a stop once a pass's projected gradients span at most the
+tolerance and every example is active, and weights of magnitude below the
 threshold dropped after rounding to float32.
 """
 
@@ -31,26 +34,44 @@ def train_label(X, rows, targets, *, C, max_epochs, tolerance, seed, label):
     diagonal = 0.5 / C
     w = np.zeros(X.shape[1])
     bias = 0.0
-    alpha = np.zeros(len(rows))
-    order = list(range(len(rows)))
+    n = len(rows)
+    alpha = np.zeros(n)
+    order = list(range(n))
+    active, largest_old = n, np.inf
     rng = Xoshiro((seed ^ ((label * GOLDEN_GAMMA) & MASK64)) & MASK64)
     for _ in range(max_epochs):
-        shuffle(rng, order)
-        largest = 0.0
-        for i in order:
+        head = order[:active]
+        shuffle(rng, head)
+        order[:active] = head
+        largest, smallest = -np.inf, np.inf
+        position = 0
+        while position < active:
+            i = order[position]
             x, y = X[rows[i]], float(targets[i])
             gradient = y * (bias + x @ w) - 1.0 + diagonal * alpha[i]
-            projected = min(gradient, 0.0) if alpha[i] == 0.0 else gradient
-            largest = max(largest, abs(projected))
-            if projected == 0.0:
+            if alpha[i] == 0.0:
+                if gradient > largest_old:
+                    active -= 1
+                    order[position], order[active] = order[active], i
+                    continue
+                projected = min(gradient, 0.0)
+            else:
+                projected = gradient
+            largest, smallest = max(largest, projected), min(smallest, projected)
+            position += 1
+            if abs(projected) <= 1e-12:
                 continue
             old = alpha[i]
             alpha[i] = max(old - gradient / (x @ x + 1.0 + diagonal), 0.0)
             step = (alpha[i] - old) * y
             w += step * x
             bias += step
-        if largest <= tolerance:
-            break
+        if largest - smallest <= tolerance:
+            if active == n:
+                break
+            active, largest_old = n, np.inf
+            continue
+        largest_old = largest if largest > 0 else np.inf
     return w, bias
 
 

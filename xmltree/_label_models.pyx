@@ -13,9 +13,10 @@ order, with w = sum_i alpha_i y_i [x_i, 1] kept up to date, so that a pass
 costs O(non-zeros of the examples). The bias is the weight of an extra
 constant feature 1, regularised like the others, as LIBLINEAR's ``-B 1``.
 
-A pass stops the descent once every projected gradient is within
-``tolerance`` of zero (LIBLINEAR's default for this dual is 0.1), or after
-``max_epochs`` passes. Weights below ``weight_threshold`` in magnitude are
+The descent stops once the projected gradients of a pass span at most
+``tolerance`` (LIBLINEAR's criterion; its default for this dual is 0.1), or
+after ``max_epochs`` passes; LIBLINEAR's shrinking leaves the examples that
+are already far on the right side out of the passes (see ``_descend``). Weights below ``weight_threshold`` in magnitude are
 dropped: the stored model stays O(useful weights), as Parabel's.
 
 Labels are independent: they are trained in parallel (``prange``), each with
@@ -25,7 +26,7 @@ not depend on the number of threads.
 
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
-from libc.math cimport fabs
+from libc.math cimport INFINITY, fabs
 from libc.stdint cimport int8_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort
 
@@ -46,7 +47,7 @@ cdef struct SolverSettings:
     # Hyper-parameters of the dual coordinate descent, shared by every label.
     float64_t diagonal           # 1 / (2 C): the squared-hinge term of the dual
     index_t max_epochs           # passes over a label's examples, at most
-    float64_t tolerance          # stop when every |projected gradient| <= this
+    float64_t tolerance          # stop when a pass's projected gradients span <= this
     float32_t weight_threshold   # stored weights need |w| >= this
     uint64_t seed                # generator seed, combined with the label id
 
@@ -90,7 +91,8 @@ def train_label_models(X, label_indptr, label_examples, label_targets, *, double
     max_epochs : int
         Passes over a label's examples, at most; >= 1.
     tolerance : float
-        Stopping tolerance on the projected gradient, >= 0.
+        Stopping tolerance: largest minus smallest projected gradient of a
+        pass, >= 0.
     weight_threshold : float
         Stored weights satisfy ``|w| >= weight_threshold``.
     seed : int
@@ -249,12 +251,20 @@ cdef float64_t _descend(const CSRView* X, const index_t* examples, const int8_t*
                         index_t n, const float64_t* squared_norms,
                         const SolverSettings* settings, SolverScratch* s,
                         index_t label) noexcept nogil:
-    """Dual coordinate descent over the label's examples; return the bias
-    (``s.weights`` holds the feature weights)."""
+    """Dual coordinate descent over the label's examples, with LIBLINEAR's
+    shrinking; return the bias (``s.weights`` holds the feature weights).
+
+    Shrinking: an example whose alpha is 0 and whose gradient exceeds the
+    largest projected gradient of the previous pass is a negative the
+    classifier already gets right by a margin; it leaves the active set, so
+    that later passes cost what the hard examples cost. When the active set
+    has converged, every example is checked once more before stopping.
+    """
     cdef rng_state rng
     rng_seed(&rng, settings.seed ^ (<uint64_t>label * <uint64_t>0x9E3779B97F4A7C15))
-    cdef float64_t bias = 0.0, gradient, projected, largest, old, step, y
-    cdef index_t i, epoch, position, row, k, nnz
+    cdef float64_t bias = 0.0, gradient, projected, old, step, y
+    cdef float64_t largest_old = INFINITY, largest, smallest
+    cdef index_t i, epoch, position, row, k, nnz, active = n, swapped
     cdef const index_t* features
     cdef const float32_t* values
     cdef float64_t* w = s.weights
@@ -262,9 +272,10 @@ cdef float64_t _descend(const CSRView* X, const index_t* examples, const int8_t*
         s.alpha[i] = 0.0
         s.order[i] = i
     for epoch in range(settings.max_epochs):
-        rng_shuffle(&rng, s.order, n)
-        largest = 0.0
-        for position in range(n):
+        rng_shuffle(&rng, s.order, active)
+        largest, smallest = -INFINITY, INFINITY
+        position = 0
+        while position < active:
             i = s.order[position]
             row = examples[i]
             y = targets[i]
@@ -275,9 +286,19 @@ cdef float64_t _descend(const CSRView* X, const index_t* examples, const int8_t*
             for k in range(nnz):
                 gradient += w[features[k]] * values[k]
             gradient = y * gradient - 1.0 + settings.diagonal * s.alpha[i]
-            projected = min(gradient, 0.0) if s.alpha[i] == 0.0 else gradient
-            largest = max(largest, fabs(projected))
-            if projected == 0.0:
+            if s.alpha[i] == 0.0:
+                if gradient > largest_old:
+                    active -= 1
+                    swapped = s.order[active]
+                    s.order[active] = i
+                    s.order[position] = swapped
+                    continue
+                projected = min(gradient, 0.0)
+            else:
+                projected = gradient
+            largest, smallest = max(largest, projected), min(smallest, projected)
+            position += 1
+            if fabs(projected) <= 1e-12:
                 continue
             old = s.alpha[i]
             s.alpha[i] = max(old - gradient / (squared_norms[row] + settings.diagonal), 0.0)
@@ -285,8 +306,12 @@ cdef float64_t _descend(const CSRView* X, const index_t* examples, const int8_t*
             for k in range(nnz):
                 w[features[k]] += step * values[k]
             bias += step
-        if largest <= settings.tolerance:
-            break
+        if largest - smallest <= settings.tolerance:
+            if active == n:
+                break
+            active, largest_old = n, INFINITY
+            continue
+        largest_old = largest if largest > 0 else INFINITY
     return bias
 
 
@@ -301,18 +326,21 @@ cdef void _store_weights(SolverScratch* s, index_t n_touched, float32_t threshol
     feature id, and reset the dense scratch for the next label."""
     cdef index_t t, j
     cdef float32_t value
+    cdef offset_t p
     start[0] = buffer.size
     count[0] = 0
-    qsort(s.touched, n_touched, sizeof(index_t), _compare_index)
     if reserve_pairs(buffer, n_touched):
         for t in range(n_touched):
             j = s.touched[t]
             value = <float32_t>s.weights[j]
             if value != 0 and fabs(value) >= threshold:
                 buffer.indices[buffer.size] = j
-                buffer.values[buffer.size] = value
                 buffer.size += 1
         count[0] = buffer.size - start[0]
+        # Only the kept ids are sorted (a few of the features touched).
+        qsort(buffer.indices + start[0], count[0], sizeof(index_t), _compare_index)
+        for p in range(start[0], buffer.size):
+            buffer.values[p] = <float32_t>s.weights[buffer.indices[p]]
     for t in range(n_touched):
         s.weights[s.touched[t]] = 0.0
         s.seen[s.touched[t]] = 0

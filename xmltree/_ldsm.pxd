@@ -64,8 +64,8 @@ cdef class NodeTrainer:
     cdef vector[float64_t] pair_integrity  # (4 * M(M-1)/2,) integrity sums per pair and case
     cdef vector[float64_t] objective      # (2^M,) J of each direction subset
     cdef vector[index_t] tied             # (2^M,) subsets tied for the lowest J
-    cdef vector[pair[float32_t, index_t]] ranked  # (-|w|, feature) of a regressor's non-zero
-                                                  # weights, for the budget (D reserved)
+    cdef vector[float32_t] magnitudes     # |w| of a regressor's non-zero weights, for the
+                                          # budget (D reserved)
 
     cdef int start_node(self, const index_t* rows, index_t n_rows) except -1 nogil
     cdef void train_node(self, const index_t* rows, index_t n_rows, float64_t* trace,

@@ -140,7 +140,7 @@ cdef class NodeTrainer:
         self.pair_integrity.assign(2 * arity * (arity - 1), 0.0)
         self.objective.assign(1 << arity, 0.0)
         self.tied.assign(1 << arity, 0)
-        self.ranked.reserve(self.X.n_cols)  # never reallocated in the nogil kernels
+        self.magnitudes.reserve(self.X.n_cols)  # never reallocated in the nogil kernels
 
     cdef int start_node(self, const index_t* rows, index_t n_rows) except -1 nogil:
         """Collect the node's features and labels, zero its statistics, draw the biases."""
@@ -316,21 +316,38 @@ cdef class NodeTrainer:
         return self.settings.max_weights
 
     cdef void keep_largest(self, float64_t* weights, index_t cap) noexcept nogil:
-        """Zero all but the ``cap`` largest |weights| of the node's features."""
-        cdef index_t k, j
+        """Zero all but the ``cap`` largest |weights| of the node's features
+        (as float32; of equal magnitudes, the smaller feature ids stay)."""
+        cdef index_t k, j, n_kept_ties
+        cdef offset_t n_nonzero, n_greater = 0
+        cdef float32_t magnitude, threshold
         if <index_t>self.node_features.size() <= cap:
             return
-        self.ranked.clear()
+        self.magnitudes.clear()
         for k in range(<index_t>self.node_features.size()):
             j = self.node_features[k]
             if weights[j] != 0.0:
-                self.ranked.push_back(pair[float32_t, index_t](<float32_t>-fabs(weights[j]), j))
-        if <index_t>self.ranked.size() > cap:
-            # (-|w|, j) pairs are distinct, so the cap largest are unique:
-            # the result does not depend on the order of the search.
-            nth_element(self.ranked.begin(), self.ranked.begin() + cap, self.ranked.end())
-            for k in range(cap, <index_t>self.ranked.size()):
-                weights[self.ranked[k].second] = 0.0
+                self.magnitudes.push_back(<float32_t>fabs(weights[j]))
+        n_nonzero = self.magnitudes.size()
+        if n_nonzero <= cap:
+            return
+        # The cap-th largest magnitude: everything above it stays, and as many
+        # of its ties as fit, by increasing feature id (node_features is sorted).
+        nth_element(self.magnitudes.begin(), self.magnitudes.begin() + (n_nonzero - cap),
+                    self.magnitudes.end())
+        threshold = self.magnitudes[n_nonzero - cap]
+        for k in range(n_nonzero - cap + 1, n_nonzero):
+            n_greater += self.magnitudes[k] > threshold
+        n_kept_ties = cap - <index_t>n_greater
+        for k in range(<index_t>self.node_features.size()):
+            j = self.node_features[k]
+            magnitude = <float32_t>fabs(weights[j])
+            if weights[j] == 0.0 or magnitude > threshold:
+                continue
+            if magnitude == threshold and n_kept_ties > 0:
+                n_kept_ties -= 1
+            else:
+                weights[j] = 0.0
 
     cdef void round_weights(self) noexcept nogil:
         """Replace the trained weights by the stored ones (float32; small, excess ones dropped)."""
