@@ -273,17 +273,20 @@ def test_benchmark_label_curve(tmp_path):
     assert results[0]["max_weights_per_example"] == 0.5
 
 
-def test_benchmark_node_budget_defaults_to_twice_the_labels(tmp_path):
+def test_benchmark_node_budget_defaults_to_ldsms_own(tmp_path):
+    from xmltree.ldsm import auto_node_budget
+
     output = tmp_path / "curve"
     assert main(["-q", "benchmark", "--labels", "30", "--n-samples", "300", "--epochs", "1",
                  "--n-jobs", "1", "--output", str(output)]) == 0
     (result,) = json.loads((output / "scale.json").read_text())["results"]
-    assert result["max_nodes"] == 60
+    assert result["max_nodes"] is None
+    assert result["mean_nodes"] <= auto_node_budget(240, 2)
     assert 1 <= result["n_labels_seen"] <= 30
     assert result["depth_low_seen"] <= result["depth_low"]
 
 
-def test_benchmark_presets_default_to_a_fixed_node_budget(monkeypatch):
+def test_benchmark_presets_pass_the_node_budget_on(monkeypatch):
     from xmltree import benchmark
 
     seen = []
@@ -291,7 +294,7 @@ def test_benchmark_presets_default_to_a_fixed_node_budget(monkeypatch):
     params = {"max_nodes": None, "arity": 2}
     benchmark.preset_runs("amazon670k-shape", [0.001], params, progress=False)
     benchmark.preset_runs("amazon670k-shape", [0.001], dict(params, max_nodes=7), progress=False)
-    assert [p["max_nodes"] for p in seen] == [benchmark.PRESET_MAX_NODES, 7]
+    assert [p["max_nodes"] for p in seen] == [None, 7]
 
 
 @pytest.mark.parametrize("options, leaf_model, scaling", [

@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 from .datasets import SYNTHETIC_PRESETS, make_synthetic_preset
 from .metrics import evaluate, inverse_propensity
 
-__all__ = ["PRESET_MAX_NODES", "measure", "node_budget", "label_curve", "preset_runs",
+__all__ = ["measure", "label_curve", "preset_runs",
            "format_table", "write_report"]
 
 #: Metrics reported for every measured run.
@@ -153,22 +153,6 @@ def _run_ldsm(data, params: dict, timer):
                     "mean_nodes": float(np.mean(model.n_nodes_)), "model_mb": model_mb}
 
 
-#: Node budget per tree of :func:`preset_runs` when none is given: a full-size
-#: Amazon-670K-shaped tree of 2 K nodes would need tens of GB; with this budget
-#: ten such trees train within 16 GB (benchmarks/README.md, "Scale").
-PRESET_MAX_NODES = 20_000
-
-
-def node_budget(max_nodes, n_labels: int) -> int:
-    """Node budget of a K-curve point: ``max_nodes``, or ``2 K`` when it is None.
-
-    With ``2 K`` nodes a binary tree may grow a leaf per label; in practice it
-    stops earlier, when its nodes become pure or stop splitting, so the data
-    rather than the budget sets its depth (the paper's Figure 2 regime).
-    """
-    return 2 * n_labels if max_nodes is None else max_nodes
-
-
 def _run_point(X, Y, params: dict, test_fraction: float) -> dict:
     """One measured LdSM run on (X, Y); adds the data shape and the depth bounds.
 
@@ -197,8 +181,9 @@ def label_curve(labels, params: dict, *, n_samples: int = 50_000, test_fraction:
     labels : sequence of int
         Label counts K.
     params : dict
-        LdSM hyper-parameters; ``max_nodes=None`` means ``2 K`` for each K
-        (:func:`node_budget`).
+        LdSM hyper-parameters (``max_nodes=None``: LdSM's own budget, set by
+        the number of training rows, so the trees are the same size for every
+        K and the curve shows what K alone costs).
     n_samples : int, default=50000
         Points generated for each K, of which ``test_fraction`` are held out.
     test_fraction : float, default=0.2
@@ -217,8 +202,7 @@ def label_curve(labels, params: dict, *, n_samples: int = 50_000, test_fraction:
     for n_labels in tqdm(labels, desc="K curve", unit="point", disable=not progress):
         preset = dataclasses.replace(base, n_samples=n_samples, n_labels=n_labels)
         X, Y = make_synthetic_preset(preset, random_state=seed)
-        point = dict(params, max_nodes=node_budget(params["max_nodes"], n_labels))
-        results.append(_run_point(X, Y, point, test_fraction))
+        results.append(_run_point(X, Y, params, test_fraction))
         del X, Y
     return results
 
@@ -234,8 +218,7 @@ def preset_runs(preset: str, scales, params: dict, *, test_fraction: float = 0.2
     scales : sequence of float
         Scales in (0, 1].
     params : dict
-        LdSM hyper-parameters; ``max_nodes=None`` means
-        :data:`PRESET_MAX_NODES`.
+        LdSM hyper-parameters (``max_nodes=None``: LdSM's own budget).
     test_fraction, seed, progress
         As in :func:`label_curve`.
 
@@ -246,8 +229,6 @@ def preset_runs(preset: str, scales, params: dict, *, test_fraction: float = 0.2
     """
     if preset not in SYNTHETIC_PRESETS:
         raise ValueError(f"preset must be one of {sorted(SYNTHETIC_PRESETS)}, got {preset!r}")
-    if params["max_nodes"] is None:
-        params = dict(params, max_nodes=PRESET_MAX_NODES)
     results = []
     with tqdm(total=2 * len(scales), desc=preset, unit="step", disable=not progress) as bar:
         for scale in scales:

@@ -165,9 +165,8 @@ def _add_benchmark_parser(commands) -> None:
     benchmark.add_argument("--n-trees", type=int, default=1, help="trees (default 1)")
     benchmark.add_argument("--arity", type=int, default=2, help="arity M (default 2)")
     benchmark.add_argument("--max-nodes", type=_optional(int), default=None,
-                           help="node budget per tree (default: 2 K on the K curve, room "
-                           "for a leaf per label, trees stopping once their nodes are pure; "
-                           "20000 with --preset, which bounds memory at full scale)")
+                           help="node budget per tree (default: LdSM's, a leaf per 8 training "
+                           "rows, at most 32768 nodes)")
     benchmark.add_argument("--epochs", type=int, default=5, help="epochs per node (default 5)")
     benchmark.add_argument("--max-weights-per-regressor", type=_optional(int),
                            default=argparse.SUPPRESS,

@@ -75,8 +75,14 @@ class LdSM(TopKEstimator):
     arity : int, default=2
         Children per internal node (M), in [2, 8]: node training searches
         all 2^M - 1 non-empty subsets of children for each example.
-    max_nodes : int, default=1000
-        Largest number of nodes per tree, >= 1.
+    max_nodes : int or None, default=None
+        Largest number of nodes per tree, >= 1. None adapts the trees to the
+        data: enough nodes for leaves of about ``LEAF_SIZE`` (8) training
+        examples, ``(M L - 1) / (M - 1)`` nodes for ``L = n_samples / 8``
+        leaves of arity M, at most ``MAX_AUTO_NODES`` (32768). Small leaves
+        make the histograms local (neighbour-like) and the candidate labels
+        precise; on the Amazon-670K shape at scale 0.1 they raise P@1 by
+        more than 20 points over 1000-node trees (``benchmarks/README.md``).
     epochs : int, default=5
         Passes over a node's examples when training its regressors, >= 1
         (the paper uses 20; with linear leaves, 5 rank as well on held-out
@@ -229,7 +235,7 @@ class LdSM(TopKEstimator):
 
     _KIND = "ldsm"
 
-    def __init__(self, n_trees=10, arity=2, max_nodes=1000, epochs=5, lambda1=2.0,
+    def __init__(self, n_trees=10, arity=2, max_nodes=None, epochs=5, lambda1=2.0,
                  lambda2=1.0, optimizer="nag", learning_rate=0.1, routing="margin",
                  weight_threshold=0.05, leaf_scores="frequency", leaf_aggregation="mean",
                  leaf_model="linear", C=0.35, n_candidates=200, histogram_weight=0.3,
@@ -272,7 +278,8 @@ class LdSM(TopKEstimator):
         params = self.get_params()
         check_int("n_trees", params["n_trees"], 1)
         check_int("arity", params["arity"], 2, MAX_ARITY)
-        check_int("max_nodes", params["max_nodes"], 1)
+        if params["max_nodes"] is not None:
+            check_int("max_nodes", params["max_nodes"], 1)
         check_int("epochs", params["epochs"], 1)
         check_real("lambda1", params["lambda1"], 0.0, strict=False)
         check_real("lambda2", params["lambda2"], 0.0, strict=False)
@@ -341,6 +348,8 @@ class LdSM(TopKEstimator):
         X = scaler.transform(X)
         if params["weight_threshold"] is None:
             params["weight_threshold"] = 1.0 / X.shape[1]
+        if params["max_nodes"] is None:
+            params["max_nodes"] = auto_node_budget(X.shape[0], params["arity"])
         # generate_state(n)[:m] == generate_state(m): tree t always gets word t,
         # which is what makes first_tree shards merge into the single fit.
         first = params["first_tree"]
@@ -807,6 +816,22 @@ def _consecutive_shards(models: list[LdSM]) -> bool:
 # ----------------------------------------------------------------------
 # Helpers
 # ----------------------------------------------------------------------
+
+#: Training examples per leaf that ``max_nodes=None`` aims at.
+LEAF_SIZE = 8
+#: Most nodes per tree that ``max_nodes=None`` gives, whatever the data size:
+#: bounds the memory of a tree on the largest sets.
+MAX_AUTO_NODES = 32768
+
+
+def auto_node_budget(n_samples: int, arity: int) -> int:
+    """Nodes of an M-ary tree with a leaf per ``LEAF_SIZE`` examples, capped.
+
+    A full M-ary tree with L leaves has ``(M L - 1) / (M - 1)`` nodes.
+    """
+    n_leaves = max(1, -(-n_samples // LEAF_SIZE))
+    return int(min((arity * n_leaves - 1) // (arity - 1), MAX_AUTO_NODES))
+
 
 def _warn_unless_lemma_2_holds(arity: int, lambda1: float, lambda2: float) -> None:
     """Warn when ``lambda2 / lambda1 > arity - 3`` (Lemma 2 of the paper) fails.
