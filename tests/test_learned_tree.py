@@ -432,3 +432,8 @@ def test_a_deep_depth_bound_never_overflows_the_assignment(rng):
     model = LearnedTree(tree="learned", max_depth=40, n_tree_updates=2, dim=4, epochs=2,
                         random_state=0).fit(X, y)
     assert model.predict(X).shape == (60, 1)
+
+
+def test_a_depth_too_small_for_the_labels_is_refused_naming_the_parameters():
+    with pytest.raises(ValueError, match="arity=2 and max_depth=1"):
+        LearnedTree(tree="random", max_depth=1, dim=2).fit(np.eye(3), [0, 1, 2])

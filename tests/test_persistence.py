@@ -320,3 +320,22 @@ def test_a_node_budget_that_cannot_be_reserved_is_a_format_error(tmp_path, probl
         assert "cannot be reserved" in str(error)
     else:
         np.testing.assert_array_equal(model.predict(X), xmltree.LOMTree().fit(X, y).predict(X))
+
+
+def test_a_model_kind_that_is_not_a_name_is_unknown():
+    from xmltree._base import estimator_class
+
+    with pytest.raises(ModelFormatError, match="unknown model kind"):
+        estimator_class(["ldsm"])  # a TypeError in a dict lookup
+
+
+def test_a_reranker_confirms_the_feature_count_before_the_forest_allocates(tmp_path, problem):
+    import xmltree
+
+    X, Y = problem
+    path = saved(tmp_path, xmltree.LdSM(n_trees=1, max_nodes=7, epochs=1, rerank=True,
+                                        n_jobs=1), X, Y)
+    # The forest would allocate 12 bytes per claimed feature: 24 GiB.
+    rewrite_state(path, lambda params, arrays: params.update(n_features=2**31 - 1))
+    with pytest.raises(ModelFormatError, match="re-ranker's label or feature count"):
+        xmltree.load(path)

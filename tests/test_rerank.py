@@ -671,3 +671,26 @@ def test_k_and_the_candidates_are_capped_at_the_labels(rng):
     assert np.all(labels[:, n_classes:] == -1)
     model = LdSM(n_trees=1, max_nodes=5, epochs=1, rerank=True, n_jobs=1).fit(X, Y)
     assert model.predict(X, k=2**40, rerank=True)[0].shape == (X.shape[0], 6)
+
+
+@pytest.mark.parametrize(("name", "value"), [("propensity_a", 2**31), ("propensity_a", -1.0),
+                                             ("propensity_b", 1e300)])
+def test_propensity_constants_are_bounded(name, value):
+    # (B + 1) ** A overflowed: an OverflowError at fit (found by tools/fuzz_models.py).
+    with pytest.raises(ValueError, match=f"{name} must be in"):
+        Reranker(**{name: value})
+
+
+def test_a_reranked_learner_whose_classes_are_not_label_ids_is_a_format_error(tmp_path, rng):
+    from xmltree import LOMTree
+    from xmltree.rerank import Reranked
+
+    X, Y = random_problem(rng)
+    stage = Reranked(LOMTree(random_state=0).fit(X, np.argmax(Y, axis=1)), Reranker()).fit(X, Y)
+    params, arrays = stage._get_state()
+    classes = arrays["estimator/classes"].copy()
+    classes[0] = -1  # still sorted and unique: the learner alone loads
+    save_model(tmp_path / "bad.npz", "reranked", params, {**arrays, "estimator/classes": classes})
+    # It used to be a ValueError (found by tools/fuzz_models.py).
+    with pytest.raises(ModelFormatError, match="not label ids"):
+        Reranked.load(tmp_path / "bad.npz")

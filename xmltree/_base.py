@@ -88,7 +88,7 @@ def estimator_class(kind) -> type:
     ModelFormatError
         For a kind no estimator has.
     """
-    if kind not in _KINDS:
+    if not isinstance(kind, str) or kind not in _KINDS:
         raise ModelFormatError(f"unknown model kind {kind!r}")
     return _KINDS[kind]
 

@@ -285,8 +285,8 @@ def balanced_depth_tree(n_labels: int, arity: int, max_depth: int, seed: int) ->
     level, each no larger than ``arity ** (remaining depth)``.
     """
     if n_labels > arity ** max_depth:
-        raise ValueError(f"{n_labels} labels do not fit in an {arity}-ary tree "
-                         f"of depth {max_depth}")
+        raise ValueError(f"{n_labels} labels do not fit in a tree of arity={arity} and "
+                         f"max_depth={max_depth} (it holds at most arity ** max_depth)")
     order = [int(i) for i in random_permutation(n_labels, seed)]
 
     def split(labels, depth):

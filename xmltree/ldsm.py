@@ -568,13 +568,15 @@ class LdSM(TopKEstimator):
             {name: arrays[f"tree{t}/{name}"] for name in TREE_ARRAYS}
             for t in range(sizes["n_trees"])
         ]
-        model._set_trees(trees, sizes["n_features"], sizes["n_labels"])
-        if "reranker" in params:
-            model.reranker_ = Reranker._from_state(params["reranker"], arrays)
-            scorer = model.reranker_.scorer_
+        reranker = None
+        if "reranker" in params:  # its arrays confirm the counts before the forest allocates
+            reranker = Reranker._from_state(params["reranker"], arrays)
+            scorer = reranker.scorer_
             if (scorer.n_labels_, scorer.n_features_) != (sizes["n_labels"], sizes["n_features"]):
                 raise ModelFormatError("LdSM model: the re-ranker's label or feature count "
                                        "differs")
+        model._set_trees(trees, sizes["n_features"], sizes["n_labels"])
+        model.reranker_ = reranker
         return model
 
 

@@ -73,7 +73,6 @@ Examples
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -128,6 +127,11 @@ TAIL_SCORERS = ("centroid", "ridge", "logistic")
 #: propensities reach a few tens, and to this power still leave blended
 #: scores far inside float32 (1e6 made every score infinite).
 MAX_PROPENSITY_EXPONENT = 10.0
+
+#: Ranges of the propensity model's constants: the published ones are
+#: A = 0.5-0.6 and B = 0.4-2.6; far beyond, ``(B + 1)**A`` overflows.
+PROPENSITY_A_RANGE = (0.0, 10.0)
+PROPENSITY_B_RANGE = (0.0, 100.0)
 
 #: Blended scores are reported at most this large (float32's largest), so
 #: that they stay finite in every dtype; the ranking itself is made before.
@@ -345,7 +349,8 @@ class Reranker(Estimator):
         Blended scores are reported at most float32's largest value.
     propensity_a, propensity_b : float, default=0.55, 1.5
         Constants of the propensity model fitted on the training labels
-        (:func:`xmltree.metrics.inverse_propensity`; see its presets).
+        (:func:`xmltree.metrics.inverse_propensity`; see its presets), A in
+        [0, 10] and B in (0, 100].
 
     Attributes
     ----------
@@ -428,8 +433,9 @@ class Reranker(Estimator):
                                            strict=True),
             "propensity_exponent": check_real("propensity_exponent", self.propensity_exponent,
                                               0.0, MAX_PROPENSITY_EXPONENT),
-            "propensity_a": check_real("propensity_a", self.propensity_a, -math.inf),
-            "propensity_b": check_real("propensity_b", self.propensity_b, 0.0, strict=True),
+            "propensity_a": check_real("propensity_a", self.propensity_a, *PROPENSITY_A_RANGE),
+            "propensity_b": check_real("propensity_b", self.propensity_b, *PROPENSITY_B_RANGE,
+                                       strict=True),
         }
 
     def fit(self, X, Y, n_labels: int | None = None) -> Reranker:
@@ -813,8 +819,11 @@ class Reranked(TopKEstimator):
             if name.startswith(ESTIMATOR_PREFIX)})
         reranker = Reranker._from_state(reranker_params, arrays)
         scorer = reranker.scorer_
-        if (scorer.n_features_ != estimator.n_features_in_
-                or scorer.n_labels_ < label_id_count(estimator)):
+        try:
+            n_labels = label_id_count(estimator)
+        except ValueError as exc:  # a learner whose classes are not label ids
+            raise ModelFormatError(f"re-ranked model: {exc}") from None
+        if scorer.n_features_ != estimator.n_features_in_ or scorer.n_labels_ < n_labels:
             raise ModelFormatError("re-ranked model: the re-ranker does not match the learner's "
                                    "features or labels")
         model = cls(estimator, Reranker(**reranker.get_params()))
