@@ -437,3 +437,17 @@ def test_a_deep_depth_bound_never_overflows_the_assignment(rng):
 def test_a_depth_too_small_for_the_labels_is_refused_naming_the_parameters():
     with pytest.raises(ValueError, match="arity=2 and max_depth=1"):
         LearnedTree(tree="random", max_depth=1, dim=2).fit(np.eye(3), [0, 1, 2])
+
+
+def test_no_features_is_refused_at_fit_and_at_load(tmp_path):
+    # With no embedding row, the kernels took the address of an element that
+    # does not exist (IndexError in the bounds-checked build).
+    with pytest.raises(DataFormatError, match="X: has no features"):
+        LearnedTree(dim=2).fit(np.zeros((3, 0)), [0, 1, 2])
+    with pytest.raises(DataFormatError, match="no word occurs min_count times"):
+        LearnedTree(dim=2, min_count=5).fit(["a b", "c d", "e f"], [0, 1, 2])
+    model = LearnedTree(dim=2, epochs=1).fit(np.eye(3), [0, 1, 2])
+    model.embeddings_ = model.embeddings_[:0]
+    model.save(tmp_path / "model.npz")
+    with pytest.raises(ModelFormatError, match="at least one"):
+        LearnedTree.load(tmp_path / "model.npz")

@@ -202,6 +202,9 @@ class LearnedTree(TopKEstimator):
         elif fitting:
             self.vectorizer_ = None
         X = check_features(X, n_features=None if fitting else self.embeddings_.shape[0])
+        if X.shape[1] == 0:  # the kernels need an embedding row to point at
+            raise DataFormatError("X: has no features (for text: no word occurs min_count "
+                                  "times, and ngrams is 1)")
         if X.data.size and X.data.min() < 0:
             raise DataFormatError("X: feature values must be non-negative (counts or weights)")
         return X
@@ -535,6 +538,8 @@ class LearnedTree(TopKEstimator):
                 raise ValueError("parameter shapes disagree with the tree")
             if embeddings.shape[1] != model.dim or n_nodes < 1:
                 raise ValueError("embedding dimension disagrees with dim")
+            if embeddings.shape[0] < 1:
+                raise ValueError("embeddings must have a row per feature, at least one")
             for name, values in (("embeddings", embeddings), ("weights", weights),
                                  ("biases", biases)):
                 if not np.all(np.isfinite(values)):
