@@ -36,7 +36,6 @@ failing case it found.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import contextlib
 import copy
@@ -46,7 +45,6 @@ import json
 import os
 import sys
 import tempfile
-import traceback
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,10 +52,10 @@ from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
-from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fuzz_readers  # noqa: E402
 from fuzz_readers import MUTATION, mutate, time_limit  # noqa: E402
 
 import xmltree  # noqa: E402
@@ -516,52 +514,13 @@ def fuzz(surface: Surface, examples: int, random_seed: int | None = None) -> col
     With ``random_seed`` None the run is derandomized (the same cases every
     time, for CI); otherwise the seed picks the cases.
     """
-    config = settings(
-        max_examples=examples,
-        deadline=None,
-        database=None,
-        derandomize=random_seed is None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                               HealthCheck.filter_too_much],
-    )
-
-    @config
-    @given(case=surface.cases)
-    def property_holds(case):
-        surface.check(surface, case)
-
-    if random_seed is not None:
-        property_holds = seed(random_seed)(property_holds)
-    property_holds()
-    return surface.counts
+    return fuzz_readers.fuzz(surface, examples, random_seed,
+                             check=lambda case: surface.check(surface, case))
 
 
 def main(argv=None) -> int:
     """Fuzz the chosen surfaces; print the cases tried; 1 if any failed."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--examples", type=int, default=500, help="cases per surface")
-    parser.add_argument("--seed", type=int, default=0, help="random seed of the cases")
-    parser.add_argument("--only", nargs="*", help="names of the surfaces to run")
-    args = parser.parse_args(argv)
-    failed = False
-    for surface in surfaces():
-        if args.only and surface.name not in args.only:
-            continue
-        try:
-            fuzz(surface, args.examples, args.seed)
-        except Exception as exc:  # report every surface, then fail
-            failed = True
-            # hypothesis groups distinct bugs; each notes its smallest case.
-            for error in getattr(exc, "exceptions", [exc]):
-                notes = "\n".join(getattr(error, "__notes__", []))
-                where = traceback.extract_tb(error.__traceback__)[-1]
-                print(f"{surface.name}: FAILED: {type(error).__name__}: {error} "
-                      f"({where.filename}:{where.lineno})\n{notes}", flush=True)
-        tried = sum(surface.counts.values())
-        outcomes = ", ".join(f"{count} {outcome}" for outcome, count in
-                             sorted(surface.counts.items()))
-        print(f"{surface.name:<24} {tried:>7} cases: {outcomes}", flush=True)
-    return 1 if failed else 0
+    return fuzz_readers.run(surfaces(), fuzz, argv, __doc__, default_examples=500)
 
 
 if __name__ == "__main__":
