@@ -69,10 +69,12 @@ from xmltree.rerank import Reranked, Reranker  # noqa: E402
 TIME_LIMIT = 30.0
 
 #: Left to the owner of LdSM's forest: ``Forest`` allocates 12 bytes per
-#: feature of ``n_features``, which no array of an LdSM file without a
-#: re-ranker can confirm, so such a file claiming 2**31 - 1 features makes it
-#: allocate (and write) 24 GiB. Until then such values are not drawn there.
-UNBOUNDED = {("ldsm", "n_features")}
+#: feature of ``n_features`` when it is built and 13 bytes per label of
+#: ``n_labels`` per thread when it predicts, and no array of an LdSM file
+#: without a re-ranker can confirm either count: such a file claiming 2**31 - 1
+#: features makes it allocate and write 24 GiB, or labels fail every
+#: prediction with a MemoryError. Until then such values are not drawn there.
+UNBOUNDED = {("ldsm", "n_features"), ("ldsm", "n_labels")}
 
 # --------------------------------------------------------------------------
 # Valid models, fitted once

@@ -62,8 +62,9 @@ MAX_DEPTH = 64
 #: scanned once per length.
 MAX_NGRAMS = 64
 
-#: Step sizes: no learner trains with a larger one (NAG normalises its steps,
-#: and SGD or Adagrad beyond it overflow float32 weights at once).
+#: Step sizes: far above any useful one (the papers' grids stop at 8, and NAG
+#: normalises its steps), far below those (about 1e38) at which LdSM's float32
+#: weights overflow unnoticed.
 MAX_LEARNING_RATE = 1e6
 
 #: ``n_jobs`` is an integer in ``[-MAX_N_JOBS, MAX_N_JOBS]``, 0 excluded. A

@@ -199,7 +199,7 @@ class LOMTree(TopKEstimator):
         Raises
         ------
         ValueError
-            If the regressors diverged to infinite or NaN values; the model
+            If the regressors diverged to infinite or NaN scores; the model
             is then unfitted (its tree is lost).
         """
         self._builder.learn(X, encoded, order)
