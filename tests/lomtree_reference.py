@@ -11,7 +11,8 @@ time. It follows the same conventions as the compiled kernels in
 * a swap looks for the orphan leaf by walking down from the root to the child
   whose C equals its parent's, preferring the left child, and is skipped when
   that leaf hangs directly under the root (it has no grandparent to re-attach
-  its sibling to);
+  its sibling to) or is the splitting leaf itself (with RS < 1 a leaf may
+  qualify; it cannot become its own child);
 * the internal node taken over by a swap gets a zeroed regressor.
 """
 
@@ -218,7 +219,7 @@ class ReferenceLOMTree:
         else:
             s = self._smallest_leaf()
             s_parent = self.nodes[s].parent
-            if s_parent == 0:
+            if s_parent == 0 or s == j:
                 return False
             s_grandparent = self.nodes[s_parent].parent
             sp = self.nodes[s_parent]

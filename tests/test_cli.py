@@ -315,3 +315,83 @@ def test_train_takes_the_leaf_and_scaling_options(tmp_path, split_files, options
     assert loaded.leaf_model == leaf_model and loaded.scaler_.kind_ == scaling
     if "--C" in options:
         assert (loaded.C, loaded.n_candidates, loaded.histogram_weight) == (0.5, 7, 0.1)
+
+
+# ----------------------------------------------------------------------------- hostile arguments
+
+
+@pytest.fixture
+def trained(tmp_path, split_files):
+    """A small saved model and its test file."""
+    train, test = split_files
+    model = tmp_path / "model.npz"
+    assert main(["-q", "train", str(train), "--model", str(model), "--seed", "0",
+                 *SMALL_MODEL]) == 0
+    return model, test
+
+
+def one_line_error(capsys, command):
+    """The single line a failed command printed (never a traceback)."""
+    err = capsys.readouterr().err
+    assert err.startswith(f"xmltree {command}: error: ") and err.count("\n") == 1, err
+    return err
+
+
+def test_paths_that_are_directories_or_missing_give_one_line_errors(tmp_path, trained, capsys):
+    model, test = trained
+    blocked = tmp_path / "plain-file"
+    blocked.write_text("not a directory")
+    for argv, command in [
+        (["datasets", "info", str(tmp_path)], "datasets"),
+        (["predict", str(tmp_path), "--model", str(model), "--output", "p.txt"], "predict"),
+        (["predict", str(test), "--model", str(tmp_path), "--output", "p.txt"], "predict"),
+        (["predict", str(test), "--model", str(model), "--output", str(tmp_path)], "predict"),
+        (["predict", str(test), "--model", str(model), "--output",
+          str(blocked / "p.txt")], "predict"),
+        (["train", str(test), "--model", str(tmp_path / "no" / "such" / "m.npz"),
+          *SMALL_MODEL], "train"),
+        (["train", str(test), "--model", str(tmp_path / ("m" * 256)), *SMALL_MODEL], "train"),
+    ]:
+        assert main(["-q", *argv]) == 1, argv  # these used to print tracebacks
+        one_line_error(capsys, command)
+
+
+def test_a_long_model_name_is_saved(tmp_path, split_files):
+    model = tmp_path / ("m" * 245 + ".npz")  # 249 characters
+    assert main(["-q", "train", str(split_files[0]), "--model", str(model), *SMALL_MODEL]) == 0
+    assert model.exists()
+
+
+def test_huge_sizes_give_one_line_errors_and_a_huge_k_is_capped(tmp_path, trained, capsys):
+    model, test = trained
+    output = tmp_path / "p.txt"
+    assert main(["-q", "predict", str(test), "--model", str(model), "--output", str(output),
+                 "-k", str(10**12)]) == 0
+    assert max(len(line.split()) for line in output.read_text().splitlines()[1:]) <= 12
+    for argv, command, words in [
+        (["train", str(test), "--model", "m.npz", "--max-nodes", str(10**12)], "train",
+         "max_nodes must be"),
+        (["train", str(test), "--model", "m.npz", "--n-trees", str(10**12)], "train",
+         "n_trees must be"),
+        (["predict", str(test), "--model", str(model), "--output", str(output), "--n-jobs",
+          str(2**31)], "predict", "n_jobs must be"),
+    ]:
+        assert main(["-q", *argv]) == 1
+        assert words in one_line_error(capsys, command)
+
+
+def test_special_output_files_are_not_replaced(tmp_path, trained, capsys):
+    import os
+
+    model, test = trained
+    original = tmp_path / "original.txt"
+    original.write_text("keep me")
+    link, fifo = tmp_path / "link.txt", tmp_path / "fifo"
+    link.symlink_to(original)
+    os.mkfifo(fifo)
+    for output in (link, fifo):
+        # Both used to be replaced by a regular file (as root, so was a device node).
+        assert main(["-q", "predict", str(test), "--model", str(model), "--output",
+                     str(output)]) == 1
+        assert "not a regular file" in one_line_error(capsys, "predict")
+    assert link.is_symlink() and original.read_text() == "keep me"

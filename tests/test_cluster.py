@@ -142,7 +142,7 @@ def test_merge_keeps_an_identical_reranker_and_refuses_a_different_one(problem):
 
 
 def test_first_tree_is_validated():
-    with pytest.raises(ValueError, match="first_tree must be an integer >= 0"):
+    with pytest.raises(ValueError, match=r"first_tree must be an integer in \[0, 100000\]"):
         LdSM(first_tree=-1).fit(np.ones((2, 2)), [[0], [1]])
 
 

@@ -142,8 +142,8 @@ def wide_id_matrix(column, n_columns):
 @pytest.mark.parametrize(
     ("X", "Y", "words"),
     [
-        (wide_id_matrix(2**32 + 1, 2**33), [[0]], "X: 8589934592 columns"),
-        (wide_id_matrix(2**32 + 1, 5), [[0]], "X: column id 4294967297"),
+        (wide_id_matrix(2**32 + 1, 2**33), [[0]], "X: 8589934592 columns exceed"),
+        (wide_id_matrix(2**32 + 1, 5), [[0]], "X: column id 4294967297 out of range"),
         (np.zeros((0, 2**32), np.float32), np.zeros((0, 1)), "X: 4294967296 columns"),
         (wide_id_matrix(0, 5), wide_id_matrix(2**31 + 3, 2**32), "Y: 4294967296 columns"),
     ],

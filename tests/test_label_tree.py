@@ -261,3 +261,13 @@ def test_labels_without_statistics_stay_in_place():
     assert list(got) == [0, 1, 0]
     got = assign_children(probas, counts, 2, current=[0, 0, 1])
     assert list(got) == [0, 0, 1]
+
+
+def test_paths_far_larger_than_the_tree_are_refused(monkeypatch):
+    # A chain (each node: a label and the next node) has n_labels x depth path
+    # entries: a small file could ask for terabytes.
+    children = [[-(i + 2), i + 1] for i in range(9)] + [[-11, -12]]
+    assert LabelTree(2, 11, np.array(children)).max_depth == 10
+    monkeypatch.setattr("xmltree.label_tree.MAX_PATH_ENTRIES", 100)
+    with pytest.raises(ValueError, match="paths of 11 labels, 10 deep, exceed 100 entries"):
+        LabelTree(2, 11, np.array(children))

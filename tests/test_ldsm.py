@@ -599,7 +599,7 @@ def test_rerank_settings_reach_the_reranker_and_survive_params_and_save_load(rng
 @pytest.mark.parametrize("rerank,message", [
     ({"alhpa": 0.3}, "unknown re-ranker parameter 'alhpa'"),
     ({"alpha": 2.0}, "rerank: alpha must be in"),
-    ({"n_candidates": 2.5}, "rerank: n_candidates must be an integer >= 1"),
+    ({"n_candidates": 2.5}, "rerank: n_candidates must be an integer in \\[1, 2147483647\\]"),
     ({"method": "harmonic"}, "rerank: method must be one of"),
     ("yes", "rerank must be True, False or a dict"),
     (1, "rerank must be True, False or a dict"),

@@ -360,7 +360,7 @@ def test_bad_input_is_reported(rng):
     model = LearnedTree(dim=2, epochs=1).fit(X, [0, 1, 0, 1])
     with pytest.raises(ValueError, match="k must be"):
         model.predict(X, k=0)
-    assert np.all(model.predict(X, k=3)[:, 2] == -1)  # past the 2 labels: padding
+    assert model.predict(X, k=3).shape == (4, 2)  # capped at the 2 labels
     with pytest.raises(DataFormatError, match="not seen"):
         model.score(X, [0, 1, 2, 1])
     with pytest.raises(DataFormatError, match="features"):
@@ -378,3 +378,76 @@ def test_fit_text_file_with_named_multilabels(tmp_path, rng):
     assert "all" in model.classes_.tolist() and len(model.classes_) == 13
     again = LearnedTree.load(tmp_path / "m.npz")
     np.testing.assert_array_equal(again.predict(docs[:10], 2), model.predict(docs[:10], 2))
+
+
+def small_problem(rng, n_samples=200, n_labels=15):
+    """Count features that determine the label, for the estimator tests below."""
+    y = rng.integers(0, n_labels, n_samples)
+    X = sp.csr_matrix((np.ones(n_samples, np.float32), y, np.arange(n_samples + 1)),
+                      shape=(n_samples, n_labels + 5))
+    return X, y
+
+
+def test_a_diverging_fit_raises_naming_the_learning_rate(tmp_path, rng):
+    X, y = small_problem(rng)
+    model = LearnedTree(optimizer="sgd", learning_rate=10, dim=8, epochs=3, random_state=0)
+    # It used to train NaN parameters to the end, and save a file load refuses.
+    with pytest.raises(ValueError, match="diverged .*learning_rate=10.*optimizer='adagrad'"):
+        model.fit(X, y)
+    with pytest.raises(NotFittedError):
+        model.save(tmp_path / "model.npz")
+    assert not (tmp_path / "model.npz").exists()
+
+
+@pytest.mark.parametrize(("y", "words"), [
+    ([0.0, np.nan, 1.0, 2.0], "got np.float64\\(nan\\)"),  # was a class
+    ([0.0, 1.5, 1.0, 2.0], "got np.float64\\(1.5\\)"),  # saved as the string '1.5'
+    ([True, False, True, False], "got dtype bool"),  # saved as 'True'
+    (np.array([2**63, 1, 2, 3], dtype=np.uint64), "got np.uint64\\(9223372036854775808\\)"),
+])
+def test_class_labels_that_a_file_would_change_are_refused(y, words):
+    with pytest.raises(DataFormatError, match=f"y: class labels must be integers or strings, "
+                                              f"{words}"):
+        LearnedTree(dim=2, epochs=1).fit(np.eye(4), y)
+
+
+def test_integral_float_and_text_classes_survive_a_round_trip(tmp_path):
+    for y, expected in (([0.0, 3.0, 1.0, 3.0], np.array([0, 1, 3])),
+                        (["b", "a", "b", "c"], np.array(["a", "b", "c"]))):
+        model = LearnedTree(dim=2, epochs=1).fit(np.eye(4), y)
+        model.save(tmp_path / "model.npz")
+        loaded = LearnedTree.load(tmp_path / "model.npz")
+        np.testing.assert_array_equal(loaded.classes_, expected)
+        assert loaded.classes_.dtype.kind == expected.dtype.kind
+
+
+def test_named_labels_repeated_in_a_row_count_once():
+    model = LearnedTree(dim=2, epochs=1).fit(np.eye(3), [["a", "a"], ["b"], ["a", "b", "b"]])
+    np.testing.assert_array_equal(model.classes_, ["a", "b"])
+
+
+def test_a_deep_depth_bound_never_overflows_the_assignment(rng):
+    X, y = small_problem(rng, n_samples=60, n_labels=6)
+    # arity ** (max_depth - 1) used to overflow the int32 limit of AssignLabels.
+    model = LearnedTree(tree="learned", max_depth=40, n_tree_updates=2, dim=4, epochs=2,
+                        random_state=0).fit(X, y)
+    assert model.predict(X).shape == (60, 1)
+
+
+def test_a_depth_too_small_for_the_labels_is_refused_naming_the_parameters():
+    with pytest.raises(ValueError, match="arity=2 and max_depth=1"):
+        LearnedTree(tree="random", max_depth=1, dim=2).fit(np.eye(3), [0, 1, 2])
+
+
+def test_no_features_is_refused_at_fit_and_at_load(tmp_path):
+    # With no embedding row, the kernels took the address of an element that
+    # does not exist (IndexError in the bounds-checked build).
+    with pytest.raises(DataFormatError, match="X: has no features"):
+        LearnedTree(dim=2).fit(np.zeros((3, 0)), [0, 1, 2])
+    with pytest.raises(DataFormatError, match="no word occurs min_count times"):
+        LearnedTree(dim=2, min_count=5).fit(["a b", "c d", "e f"], [0, 1, 2])
+    model = LearnedTree(dim=2, epochs=1).fit(np.eye(3), [0, 1, 2])
+    model.embeddings_ = model.embeddings_[:0]
+    model.save(tmp_path / "model.npz")
+    with pytest.raises(ModelFormatError, match="at least one"):
+        LearnedTree.load(tmp_path / "model.npz")

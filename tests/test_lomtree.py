@@ -50,10 +50,11 @@ def train_builder(X, y, max_internal_nodes, optimizer, swap_resistance=4.0, loss
     return builder
 
 
-def train_both(X, y, max_internal_nodes, optimizer="nag", loss="hinge"):
+def train_both(X, y, max_internal_nodes, optimizer="nag", loss="hinge", swap_resistance=4.0):
     """The kernel's builder and the Python reference, trained on the same stream."""
-    builder = train_builder(X, y, max_internal_nodes, optimizer, loss=loss)
-    reference = ReferenceLOMTree(X.shape[1], max_internal_nodes, 4.0, optimizer, 0.5, loss)
+    builder = train_builder(X, y, max_internal_nodes, optimizer, swap_resistance, loss)
+    reference = ReferenceLOMTree(X.shape[1], max_internal_nodes, swap_resistance, optimizer,
+                                 0.5, loss)
     for x, label in zip(rows_of(X), y):
         reference.learn_one(x, int(label))
     return builder, reference
@@ -201,6 +202,21 @@ def test_swap_bound_on_adversarial_stream():
     # more often, so the bound above is a real check.
     weak = train_builder(X, y, 7, "nag", swap_resistance=1.0)
     assert weak.get_state()["n_recycled"].max() > math.log2(n)
+
+
+@pytest.mark.parametrize("swap_resistance", [0.0, 0.5])
+def test_a_low_swap_resistance_never_recycles_a_leaf_into_itself(tmp_path, swap_resistance):
+    # Below RS = 1 the smallest leaf itself may pass Inequality 2. It used to
+    # become its own child: nodes were left unreachable, and the saved model
+    # could not be loaded (nor pickled).
+    X, y = drifting_stream(0, n_samples=450)
+    builder, reference = train_both(X, y, 3, swap_resistance=swap_resistance)
+    assert reference.n_swaps >= 1
+    assert_same_state(builder.get_state(), reference_arrays(reference))
+    model = LOMTree(max_internal_nodes=3, swap_resistance=swap_resistance).fit(X, y)
+    model.save(tmp_path / "model.npz")
+    np.testing.assert_array_equal(LOMTree.load(tmp_path / "model.npz").predict(X),
+                                  model.predict(X))
 
 
 def test_tree_invariants_after_swaps():
@@ -366,6 +382,31 @@ def test_fit_rejects_bad_X_and_length_mismatch():
         LOMTree().fit(np.ones((0, 2)), np.zeros(0, dtype=int))
 
 
+def test_class_labels_beyond_int64_are_refused_not_wrapped():
+    # uint64 2**63 used to become -2**63.
+    with pytest.raises(DataFormatError, match="beyond the int64 range"):
+        LOMTree().fit(np.eye(2), np.array([2**63, 1], dtype=np.uint64))
+
+
+def test_a_diverging_fit_raises_and_leaves_no_model(monkeypatch):
+    # Steps beyond MAX_LEARNING_RATE are refused; past that bound, scores overflow.
+    monkeypatch.setattr("xmltree.lomtree.MAX_LEARNING_RATE", math.inf)
+    X, y = separable_problem(0, n_samples=200)
+    model = LOMTree(learning_rate=1e300, loss="logistic")
+    with pytest.raises(ValueError, match="diverged .* lower learning_rate"):
+        model.fit(X * 1e10, y)
+    with pytest.raises(NotFittedError):
+        model.save("never-written.npz")
+
+
+def test_a_budget_beyond_the_address_space_is_a_value_error():
+    X, y = separable_problem(0, n_samples=50)
+    try:
+        LOMTree(max_internal_nodes=2**30 - 1).fit(X, y)  # 300 GiB of regressor rows
+    except ValueError as error:  # not a MemoryError: the message names the parameter
+        assert "max_internal_nodes=1073741823" in str(error)
+
+
 def test_single_class_and_empty_batches():
     X = np.eye(4)
     model = LOMTree().fit(X, [3, 3, 3, 3])
@@ -408,8 +449,8 @@ def test_partial_fit_and_predict_misuse():
         model.predict(sp.hstack([X, X]).tocsr())
     with pytest.raises(ValueError, match="k must be"):
         model.predict_top_k(X, 0)
-    top, scores = model.predict_top_k(X, 5)  # past the 4 classes: padding
-    assert np.all(top[:, 4] == -1) and np.all(scores[:, 4] == 0)
+    top, scores = model.predict_top_k(X, 5)  # capped at the 4 classes
+    assert top.shape == scores.shape == (X.shape[0], 4)
     with pytest.warns(FutureWarning, match="predict_top_k"):
         np.testing.assert_array_equal(model.predict_topk(X, 4)[0], top[:, :4])
 

@@ -51,8 +51,10 @@ def test_predict_top_k_ranks_with_non_negative_scores(fitted):
     assert labels.shape == scores.shape == (X.shape[0], 3)
     assert np.all((labels >= -1) & (labels < N_LABELS))
     assert np.all(scores >= 0) and np.all(np.diff(scores, axis=1) <= 0)
-    wide, wide_scores = model.predict_top_k(X, N_LABELS + 2)  # past the labels: padding
-    assert np.all(wide[:, -2:] == -1) and np.all(wide_scores[:, -2:] == 0)
+    # k is capped at the labels there are: a huge k allocates nothing more.
+    for k in (N_LABELS + 2, 10**8, 2**63):
+        wide, wide_scores = model.predict_top_k(X, k)
+        assert wide.shape == wide_scores.shape == (X.shape[0], N_LABELS)
     with pytest.raises(ValueError, match="k must be"):
         model.predict_top_k(X, 0)
 

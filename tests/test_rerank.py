@@ -622,3 +622,75 @@ def test_reranked_files_with_a_bad_learner_are_refused(tmp_path, rng):
     save_model(tmp_path / "bad.npz", "reranked", wider, arrays)
     with pytest.raises(ModelFormatError, match="does not match the learner"):
         Reranked.load(tmp_path / "bad.npz")
+
+
+# ----------------------------------------------------------------------------- hostile settings
+
+
+def test_a_huge_propensity_exponent_is_refused():
+    # 1e6 was accepted, and every re-ranked score was infinite.
+    with pytest.raises(ValueError, match=r"propensity_exponent must be in \[0.0, 10.0\]"):
+        Reranker(propensity_exponent=1e6)
+    from xmltree import LdSM
+
+    with pytest.raises(ValueError, match="rerank: propensity_exponent must be"):
+        LdSM(rerank={"propensity_exponent": 1e6}).fit(np.eye(3), [[0], [1], [2]])
+
+
+@pytest.mark.parametrize("method", ["geometric", "linear"])
+def test_scores_stay_finite_whatever_the_inverse_propensities(rng, method):
+    X, Y = random_problem(rng, n_labels=12)
+    reranker = Reranker(method=method, alpha=1.0, beta=1.0, propensity_exponent=10.0).fit(X, Y)
+    reranker.inverse_propensity_ = np.geomspace(1.0, 1e200, 12)  # a crafted file's
+    labels = random_candidates(rng, X.shape[0], Y.shape[1], 6, pad_fraction=0.0)
+    scores = rng.random(labels.shape) + 0.5
+    ranked, blended = reranker.rerank_predictions(X, labels, scores, k=6)
+    assert np.all(np.isfinite(blended)) and blended.max() == np.finfo(np.float32).max
+    if method == "geometric":  # ranked by the exact keys: larger ids weigh far more
+        assert np.all(np.diff(ranked, axis=1) < 0)
+
+
+def test_propensities_that_a_file_could_not_hold_are_refused_at_fit():
+    # One training row gives inverse propensities <= 0: the fit used to
+    # succeed and save a model its loader refuses.
+    with pytest.raises(ValueError, match="propensity_a=0.55 and propensity_b=1.5 give"):
+        Reranker().fit(np.ones((1, 3)), [[0, 1]])
+
+
+def test_k_and_the_candidates_are_capped_at_the_labels(rng):
+    from xmltree import LdSM, LOMTree
+    from xmltree.rerank import Reranked
+
+    X, Y = random_problem(rng, n_labels=6)
+    learner = LOMTree(random_state=0).fit(X, np.argmax(Y, axis=1))
+    n_classes = learner.classes_.shape[0]
+    stage = Reranked(learner, Reranker(n_candidates=2**31 - 1)).fit(X, Y)
+    # Both used to reach the kernels as they were: OverflowError, or n x k arrays.
+    labels, scores = stage.predict_top_k(X, 2**40)
+    assert labels.shape == scores.shape == (X.shape[0], Y.shape[1])
+    assert np.all(labels[:, n_classes:] == -1)
+    model = LdSM(n_trees=1, max_nodes=5, epochs=1, rerank=True, n_jobs=1).fit(X, Y)
+    assert model.predict(X, k=2**40, rerank=True)[0].shape == (X.shape[0], 6)
+
+
+@pytest.mark.parametrize(("name", "value"), [("propensity_a", 2**31), ("propensity_a", -1.0),
+                                             ("propensity_b", 1e300)])
+def test_propensity_constants_are_bounded(name, value):
+    # (B + 1) ** A overflowed: an OverflowError at fit (found by tools/fuzz_models.py).
+    with pytest.raises(ValueError, match=f"{name} must be in"):
+        Reranker(**{name: value})
+
+
+def test_a_reranked_learner_whose_classes_are_not_label_ids_is_a_format_error(tmp_path, rng):
+    from xmltree import LOMTree
+    from xmltree.rerank import Reranked
+
+    X, Y = random_problem(rng)
+    stage = Reranked(LOMTree(random_state=0).fit(X, np.argmax(Y, axis=1)), Reranker()).fit(X, Y)
+    params, arrays = stage._get_state()
+    classes = arrays["estimator/classes"].copy()
+    classes[0] = -1  # still sorted and unique: the learner alone loads
+    save_model(tmp_path / "bad.npz", "reranked", params, {**arrays, "estimator/classes": classes})
+    # It used to be a ValueError (found by tools/fuzz_models.py).
+    with pytest.raises(ModelFormatError, match="not label ids"):
+        Reranked.load(tmp_path / "bad.npz")

@@ -215,6 +215,7 @@ CHECKED = {
     "learned_tree": (LearnedTree(dim=4, epochs=2, random_state=0), {
         **COMMON_FAILURES,
         "check_positive_only_tag_during_fit": "error wording for negative X",
+        "check_dtype_object": "error wording for object-dtype y",
         "check_estimator_sparse_array": "predict returns (n_samples, k) labels",
         "check_estimator_sparse_matrix": "predict returns (n_samples, k) labels",
         "check_estimators_pickle": "kernels refuse read-only (memory-mapped) arrays "

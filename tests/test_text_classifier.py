@@ -51,10 +51,14 @@ def test_documents_in_label_names_out(fitted):
     assert fitted.score(texts, labels) == scorer("P@1")(fitted, texts, labels) > 0.75
 
 
-def test_missing_labels_are_padded_with_the_empty_name(fitted):
-    names, scores = fitted.predict_top_k(["crude barrel opec"], k=10)
-    assert names.shape == (1, 10) and names[0, -1] == "" and scores[0, -1] == 0
-    assert set(names[0][names[0] != ""]) <= set(TOPICS)
+def test_missing_labels_are_padded_with_the_empty_name():
+    texts, labels = corpus()
+    # Two candidates per document: the other labels have no score.
+    two = TextClassifier(small_ldsm().set_params(n_candidates=2), min_count=1).fit(texts, labels)
+    names, scores = two.predict_top_k(["crude barrel opec"], k=10)
+    assert names.shape == (1, len(TOPICS))  # k is capped at the labels
+    assert list(names[0, 2:]) == [""] * (len(TOPICS) - 2) and not scores[0, 2:].any()
+    assert set(names[0, :2]) <= set(TOPICS)
 
 
 def test_save_load_and_pickle_give_the_same_names_and_scores(fitted, tmp_path):

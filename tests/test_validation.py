@@ -59,7 +59,7 @@ def test_corrupt_csr_structure_is_rejected():
 
 
 def test_label_lists_matrices_and_arrays_agree():
-    lists = [[0, 3], [], [2, 2, 1]]
+    lists = [[0, 3], [], [2, 1]]
     expected = np.array([[1, 0, 0, 1], [0, 0, 0, 0], [0, 1, 1, 0]], dtype=np.float32)
     assert np.array_equal(check_labels(lists).toarray(), expected)
     assert np.array_equal(check_labels(expected).toarray(), expected)
@@ -81,10 +81,99 @@ def test_bad_labels_are_rejected():
 
 
 def test_shapes_beyond_the_int32_ids_of_the_kernels_are_rejected():
-    with pytest.raises(DataFormatError, match="int32 index range"):
+    with pytest.raises(DataFormatError, match="2147483648 columns exceed the int32 ids"):
         check_features(sp.csr_matrix((1, 2**31), dtype=np.float32))
-    with pytest.raises(DataFormatError, match="int32 index range"):
+    with pytest.raises(DataFormatError, match="2147483648 columns exceed the int32 ids"):
         check_labels(sp.csr_matrix((1, 2**31), dtype=np.float32))
+
+
+def corrupted(matrix, name, position, value):
+    """A copy of sparse ``matrix`` whose array ``name`` has ``value`` at ``position``.
+
+    Assigned after construction, as a caller's code can, so scipy never checked it.
+    """
+    matrix = matrix.copy()
+    array = getattr(matrix, name).copy()
+    array[position] = value
+    setattr(matrix, name, array)
+    return matrix
+
+
+CSR = sp.csr_matrix(np.array([[0, 1, 2], [3, 0, 4], [0, 0, 5]], dtype=np.float32))
+
+
+@pytest.mark.parametrize(
+    ("matrix", "words"),
+    [
+        # Both used to reach scipy's index sort: a segfault, and
+        # RuntimeError('vector::_M_default_append').
+        (corrupted(CSR, "indptr", 1, 10**7), "indptr"),
+        (corrupted(CSR, "indptr", 2, 0), "indptr"),
+        (corrupted(CSR, "indptr", 0, -1), "indptr"),
+        (corrupted(CSR, "indices", 0, 3), "column id 3 out of range"),
+        (corrupted(CSR, "indices", 0, -1), "column id -1 out of range"),
+        (corrupted(CSR.tocsc(), "indptr", 1, 10**7), "indptr"),
+        (corrupted(CSR.tocsc(), "indices", 1, 9), "row id 9 out of range"),
+        (corrupted(CSR.tocoo(), "row", 0, 9), "row id 9 out of range"),
+        (corrupted(CSR.tocoo(), "col", 0, -4), "column id -4 out of range"),
+        (corrupted(CSR.tobsr((1, 1)), "indptr", 1, 10**7), "indptr"),
+        (corrupted(CSR.tobsr((1, 1)), "indices", 0, 8), "column id 8 out of range"),
+    ],
+)
+def test_malformed_sparse_input_is_refused_before_scipy_touches_it(matrix, words):
+    with pytest.raises(DataFormatError, match=words):
+        check_features(matrix)
+    matrix.data[:] = 1
+    with pytest.raises(DataFormatError, match=words):
+        check_labels(matrix)
+
+
+def test_sparse_index_arrays_of_other_types_are_refused():
+    matrix = CSR.copy()
+    matrix.indices = matrix.indices.astype(np.float64)
+    with pytest.raises(DataFormatError, match="integer array"):
+        check_features(matrix)
+
+
+def test_wide_column_ids_are_refused_not_wrapped():
+    # 2**32 + 1 used to become column 1 in the conversion to int32.
+    X = sp.csr_matrix((np.ones(1, np.float32), np.array([2**32 + 1]), np.array([0, 1])),
+                      shape=(1, 5))
+    with pytest.raises(DataFormatError, match="column id 4294967297 out of range"):
+        check_features(X)
+
+
+def test_predicting_on_a_malformed_csr_matrix_raises_data_format_error():
+    from xmltree import LdSM
+
+    X = sp.random(30, 6, density=0.5, format="csr", random_state=0, dtype=np.float32)
+    model = LdSM(n_trees=1, max_nodes=5, epochs=1, n_jobs=1, random_state=0)
+    model.fit(X, [[i % 3] for i in range(30)])
+    with pytest.raises(DataFormatError, match="indptr"):
+        model.predict(corrupted(X, "indptr", 1, 10**7))
+
+
+@pytest.mark.parametrize(
+    ("labels", "words"),
+    [
+        # A 0/1 indicator given as lists used to be read as the ids 0 and 1.
+        ([[0, 1, 0, 1], [1, 0, 0, 0]], "row 0 lists label id 0 twice"),
+        ([[1.7]], "not an integer"),  # used to become label 1
+        ([["3"]], "not an integer"),
+        ([[True]], "not an integer"),
+        ([[float("nan")]], "not an integer"),
+        # OverflowError in the conversion to int32 (and uint64 ids beyond it).
+        ([[2**31]], "label id 2147483648, out of range"),
+        ([[np.uint64(2**63)]], "label id 9223372036854775808, out of range"),
+    ],
+)
+def test_label_lists_are_never_coerced(labels, words):
+    with pytest.raises(DataFormatError, match=words):
+        check_labels(labels)
+
+
+def test_integral_float_label_ids_are_accepted():
+    assert np.array_equal(check_labels([[1.0, np.float32(3)]]).indices, [1, 3])
 
 
 # ----------------------------------------------------------------------------- checked once

@@ -41,6 +41,7 @@ import faulthandler
 import io
 import sys
 import tempfile
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -732,11 +733,14 @@ def surfaces() -> list[Surface]:
     ]
 
 
-def fuzz(surface: Surface, examples: int, random_seed: int | None = None) -> collections.Counter:
+def fuzz(surface: Surface, examples: int, random_seed: int | None = None,
+         check: Callable | None = None) -> collections.Counter:
     """Run ``examples`` cases on ``surface``; return its outcome counts.
 
     With ``random_seed`` None the run is derandomized (the same cases every
-    time, for CI); otherwise the seed picks the cases.
+    time, for CI); otherwise the seed picks the cases. ``check(case)`` asserts
+    the property of one case (default: :func:`check_case` on this surface;
+    ``tools/fuzz_models.py`` gives its own).
     """
     config = settings(
         max_examples=examples,
@@ -753,7 +757,10 @@ def fuzz(surface: Surface, examples: int, random_seed: int | None = None) -> col
     @config
     @given(case=surface.cases)
     def property_holds(case):
-        check_case(surface, *case)
+        if check is None:
+            check_case(surface, *case)
+        else:
+            check(case)
 
     if random_seed is not None:
         property_holds = seed(random_seed)(property_holds)
@@ -763,28 +770,41 @@ def fuzz(surface: Surface, examples: int, random_seed: int | None = None) -> col
 
 def main(argv=None) -> int:
     """Fuzz the chosen surfaces; print the cases tried; 1 if any failed."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--examples", type=int, default=5000, help="cases per surface")
+    return run(surfaces(), fuzz, argv, __doc__, default_examples=5000)
+
+
+def run(all_surfaces: list, fuzz_surface: Callable, argv, doc: str,
+        default_examples: int) -> int:
+    """The command line of a fuzzing script (also ``tools/fuzz_models.py``'s).
+
+    Runs ``fuzz_surface(surface, examples, seed)`` on the surfaces chosen by
+    `argv`, prints each one's outcome counts and every distinct failure with
+    the smallest case hypothesis found for it; returns 1 if any failed.
+    """
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--examples", type=int, default=default_examples,
+                        help="cases per surface")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the cases")
     parser.add_argument("--only", nargs="*", help="names of the surfaces to run")
     args = parser.parse_args(argv)
     failed = False
-    for surface in surfaces():
+    for surface in all_surfaces:
         if args.only and surface.name not in args.only:
             continue
         try:
-            fuzz(surface, args.examples, args.seed)
+            fuzz_surface(surface, args.examples, args.seed)
         except Exception as exc:  # report every surface, then fail
             failed = True
-            # hypothesis attaches the smallest failing case as a note.
-            notes = "\n".join(getattr(exc, "__notes__", []))
-            print(f"{surface.name}: FAILED: {type(exc).__name__}: {exc}\n{notes}", flush=True)
-        tried = sum(surface.counts.values())
-        print(
-            f"{surface.name:<18} {tried:>7} cases: {surface.counts['accepted']:>6} read, "
-            f"{surface.counts['rejected']:>6} rejected",
-            flush=True,
-        )
+            # hypothesis groups distinct failures, each noted with its smallest case.
+            for error in getattr(exc, "exceptions", [exc]):
+                notes = "\n".join(getattr(error, "__notes__", []))
+                where = traceback.extract_tb(error.__traceback__)[-1]
+                print(f"{surface.name}: FAILED: {type(error).__name__}: {error} "
+                      f"({where.filename}:{where.lineno})\n{notes}", flush=True)
+        outcomes = ", ".join(f"{count} {outcome}" for outcome, count in
+                             sorted(surface.counts.items()))
+        print(f"{surface.name:<24} {sum(surface.counts.values()):>7} cases: {outcomes}",
+              flush=True)
     return 1 if failed else 0
 
 

@@ -73,4 +73,4 @@ def load(path):
         cls = estimator_class(stored.kind)
     except ModelFormatError as exc:
         raise ModelFormatError(f"{path}: {exc}") from None
-    return cls._from_file(stored)
+    return cls._from_file(stored, path)

@@ -32,9 +32,59 @@ from .metrics import RankingScorer
 
 __all__ = [
     "Estimator", "TopKEstimator", "estimator_class", "class_values", "label_id_count", "is_int",
-    "check_int", "check_real", "check_choice", "check_bool", "check_seed", "n_threads",
-    "warn_renamed",
+    "check_int", "check_real", "check_choice", "check_bool", "check_seed", "check_k",
+    "n_threads", "warn_renamed", "MAX_INDEX", "MAX_NODES", "MAX_TREES", "MAX_EPOCHS", "MAX_WIDTH",
+    "MAX_DEPTH", "MAX_NGRAMS", "MAX_LEARNING_RATE", "MAX_N_JOBS", "THREADS_PER_CORE",
 ]
+
+# ----------------------------------------------------------------------------- bounds
+# The upper bounds of every size hyper-parameter, in one place: an absurd
+# value fails at once with a ValueError naming it, instead of an OverflowError
+# in a kernel's int32 argument, a MemoryError or hours of work later. Each is
+# far above any useful setting.
+
+#: Ids of the compiled kernels are int32 (``index_t``): counts of features,
+#: labels, candidates or stored weights are at most this.
+MAX_INDEX = 2**31 - 1
+
+#: Node budgets (LdSM's ``max_nodes``, LOMTree's ``max_internal_nodes``):
+#: node ids, and the ids of their children, stay within int32.
+MAX_NODES = 2**30
+
+#: Trees of an ensemble (``n_trees``, and ``first_tree``): one 64-bit seed is
+#: drawn per tree up to ``first_tree + n_trees``.
+MAX_TREES = 100_000
+
+#: Passes over the data (``epochs``; LearnedTree's ``n_tree_updates``). LdSM
+#: keeps an objective value per node and epoch, LearnedTree plans one training
+#: segment per epoch and update.
+MAX_EPOCHS = 10_000
+
+#: Widths of dense per-node or per-feature rows: LearnedTree's ``dim`` and
+#: ``arity`` (a node holds ``arity x dim`` weights), LOMTree's ``beam_width``.
+MAX_WIDTH = 2**16
+
+#: LearnedTree's ``max_depth``: a label tree of this depth has room for
+#: ``2**64`` labels, so a deeper bound never binds.
+MAX_DEPTH = 64
+
+#: Longest word n-gram of the text features (``ngrams``); each document is
+#: scanned once per length.
+MAX_NGRAMS = 64
+
+#: Step sizes: far above any useful one (the papers' grids stop at 8, and NAG
+#: normalises its steps), far below those (about 1e38) at which LdSM's float32
+#: weights overflow unnoticed.
+MAX_LEARNING_RATE = 1e6
+
+#: ``n_jobs`` is an integer in ``[-MAX_N_JOBS, MAX_N_JOBS]``, 0 excluded. A
+#: fixed bound, so that a model saved on a large machine loads on a small one.
+MAX_N_JOBS = 2**16
+
+#: Threads actually started are capped at this many per core (see
+#: :func:`n_threads`): the kernels are CPU-bound, and thousands of threads
+#: exhaust the thread stacks (libgomp then exits the process).
+THREADS_PER_CORE = 2
 
 
 #: Model kind -> estimator class, filled as the classes are defined.
@@ -49,7 +99,7 @@ def estimator_class(kind) -> type:
     ModelFormatError
         For a kind no estimator has.
     """
-    if kind not in _KINDS:
+    if not isinstance(kind, str) or kind not in _KINDS:
         raise ModelFormatError(f"unknown model kind {kind!r}")
     return _KINDS[kind]
 
@@ -193,13 +243,22 @@ class Estimator:
             If the file is not a valid model of this kind and of a supported
             format version, or any stored array is inconsistent.
         """
-        return cls._from_file(load_model(path, kind=cls._KIND))
+        return cls._from_file(load_model(path, kind=cls._KIND), path)
 
     @classmethod
-    def _from_file(cls, stored: ModelFile):
-        """Rebuild a fitted estimator from a :func:`load_model` result of any readable version."""
-        params, arrays = cls._upgrade_state(stored.version, stored.params, stored.arrays)
-        return cls._from_state(params, arrays)
+    def _from_file(cls, stored: ModelFile, path):
+        """Rebuild a fitted estimator from a :func:`load_model` result of any readable version.
+
+        Raises
+        ------
+        ModelFormatError
+            Naming `path`, the file `stored` was read from.
+        """
+        try:
+            params, arrays = cls._upgrade_state(stored.version, stored.params, stored.arrays)
+            return cls._from_state(params, arrays)
+        except ModelFormatError as exc:
+            raise ModelFormatError(f"{path}: {exc}") from exc
 
     @classmethod
     def _upgrade_state(cls, version: int, params: dict, arrays: dict) -> tuple[dict, dict]:
@@ -256,16 +315,17 @@ class TopKEstimator(Estimator):
             columns than seen in ``fit`` are missing trailing features; more
             is an error.
         k : int, default=5
-            Labels per sample, >= 1.
+            Labels per sample, >= 1; capped at the number of labels the
+            learner knows (``n_labels_``, or ``len(classes_)``).
 
         Returns
         -------
-        labels : numpy.ndarray of shape (n_samples, k)
+        labels : numpy.ndarray of shape (n_samples, min(k, n_labels))
             Best first; equal scores in increasing label order. Labels are
             label ids for LdSM and values of ``classes_`` for the
-            classifiers; a sample with fewer than ``k`` known labels is
-            padded with label -1 and score 0.
-        scores : numpy.ndarray of shape (n_samples, k)
+            classifiers; a sample with fewer known labels (those of the
+            leaves it reached) is padded with label -1 and score 0.
+        scores : numpy.ndarray of shape (n_samples, min(k, n_labels))
             Non-negative, larger is better: LdSM's ensemble-averaged leaf
             scores, LOMTree's class shares, LearnedTree's probabilities
             ``p(label | x)``.
@@ -280,7 +340,7 @@ class TopKEstimator(Estimator):
             If ``X`` is malformed or wider than the training data.
         """
         self._check_fitted()
-        k = check_int("k", k, 1)
+        k = check_k(k, self._n_outputs())
         return self._predict_top_k(self._validate_X(X), k)
 
     def predict_above(self, X, threshold: float) -> sp.csr_matrix:
@@ -395,6 +455,11 @@ class TopKEstimator(Estimator):
             return False
         return True
 
+    def _n_outputs(self) -> int:
+        """How many distinct labels the learner can rank: what ``k`` is capped at."""
+        n_labels = getattr(self, "n_labels_", None)
+        return int(n_labels) if n_labels is not None else len(self.classes_)
+
     def _check_fitted(self) -> None:
         raise NotImplementedError
 
@@ -478,6 +543,20 @@ def is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
+def check_k(k, n_labels: int) -> int:
+    """Return the number of labels to rank per sample: ``k``, capped at ``n_labels``.
+
+    A ``k`` beyond the labels there are asks for all of them; capping it keeps
+    the ``n_samples x k`` results from growing with a huge ``k``.
+
+    Raises
+    ------
+    ValueError
+        Unless ``k`` is an integer >= 1.
+    """
+    return min(check_int("k", k, 1), max(int(n_labels), 1))
+
+
 def check_int(name: str, value, low: int, high: int | None = None) -> int:
     """Return ``value`` as an int; ``ValueError`` unless it is an integer in ``[low, high]``."""
     if not is_int(value) or value < low or (high is not None and value > high):
@@ -504,8 +583,16 @@ def check_real(name: str, value, low: float, high: float = math.inf, *,
 
 
 def check_choice(name: str, value, choices):
-    """Return ``value``; ``ValueError`` unless it is one of ``choices``."""
-    if value not in choices:
+    """Return ``value``; ``ValueError`` unless it is one of ``choices``.
+
+    An unhashable ``value`` (a list read from a model file, say) is not
+    found in a dict or set of choices, nor an array in any.
+    """
+    try:
+        found = value in choices
+    except (TypeError, ValueError):  # unhashable; an array's ambiguous truth value
+        found = False
+    if not found:
         raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
     return value
 
@@ -524,16 +611,22 @@ def check_seed(value) -> None:
 
 
 def n_threads(n_jobs) -> int:
-    """Resolve joblib's ``n_jobs`` convention (None: 1, -1: all cores) to a count.
+    """Resolve joblib's ``n_jobs`` convention (None: 1, -1: all cores) to a thread count.
+
+    The count is capped at ``THREADS_PER_CORE`` threads per core (per worker
+    thread of the active joblib backend, for a Dask cluster): more only
+    oversubscribes the cores, and thousands exhaust the thread stacks.
 
     Raises
     ------
     ValueError
-        If ``n_jobs`` is 0 or not an integer.
+        If ``n_jobs`` is 0, not an integer, or beyond ``[-MAX_N_JOBS, MAX_N_JOBS]``.
     """
-    if n_jobs is not None and (not is_int(n_jobs) or n_jobs == 0):
-        raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
-    return max(1, joblib.effective_n_jobs(n_jobs))
+    if n_jobs is not None and (not is_int(n_jobs) or n_jobs == 0 or abs(n_jobs) > MAX_N_JOBS):
+        raise ValueError(f"n_jobs must be None or a non-zero integer in [-{MAX_N_JOBS}, "
+                         f"{MAX_N_JOBS}], got {n_jobs!r}")
+    cores = max(1, joblib.effective_n_jobs(-1))
+    return min(max(1, joblib.effective_n_jobs(n_jobs)), THREADS_PER_CORE * cores)
 
 
 def warn_renamed(old: str, new: str) -> None:

@@ -37,6 +37,15 @@ cdef inline float64_t safe_log(float64_t p) noexcept nogil:
     return log(p if p > TINY else TINY)
 
 
+cdef inline float64_t training_loss(float64_t p) noexcept nogil:
+    """``-safe_log(p)``, except that NaN stays NaN.
+
+    Diverged parameters make the softmax NaN; the loss must show it, so that
+    ``fit`` stops instead of training (and saving) NaN parameters.
+    """
+    return p if p != p else -safe_log(p)
+
+
 cdef inline float32_t dot(const float32_t* x, const float32_t* y, index_t n) noexcept nogil:
     """Return x . y with eight partial sums, which the compiler vectorises
     (a single running sum is a dependency chain it must keep in order)."""
@@ -149,7 +158,8 @@ cdef float64_t node_step(Model* model, index_t node, index_t target, const float
 
     Adds dLoss/dh (computed with the weights before the step) to
     `grad_hidden`, updates the node's weights and biases, leaves the node
-    softmax in `probas` and returns the loss ``-log p_target``.
+    softmax in `probas` and returns the loss ``-log p_target`` (NaN once the
+    parameters have diverged, see `training_loss`).
     """
     cdef index_t j, arity = model.arity
     cdef index_t dim = model.dim
@@ -169,7 +179,7 @@ cdef float64_t node_step(Model* model, index_t node, index_t target, const float
                 dim)
         descend(model.biases + row, row_or_null(model.bias_squares, row), g, &one,
                 learning_rate, 1)
-    return -safe_log(probas[target])
+    return training_loss(probas[target])
 
 
 cdef inline float32_t scheduled_rate(float64_t initial, float64_t progress) noexcept nogil:
@@ -341,7 +351,8 @@ def train_epoch_part(tuple model_arrays, X, Y,
     Returns
     -------
     float
-        Sum of the path negative log-likelihoods of the visited examples.
+        Sum of the path negative log-likelihoods of the visited examples;
+        NaN if the parameters diverged.
     """
     cdef Model model = make_model(model_arrays)
     cdef CSRView rows = csr_view(X)

@@ -48,7 +48,8 @@ cdef struct ClassStats:
 cdef class LOMTreeBuilder:
     cdef vector[Node] nodes                    # the tree; capacity 2 * max_internal_nodes + 1
     cdef vector[vector[ClassStats]] stats      # stats[v]: ClassStats of node v, sorted by label
-    cdef vector[Regressor] regressors          # one per slot; arrays point into the rows below
+    cdef vector[Regressor] regressors          # one per slot in use (n_internal); capacity T;
+                                               # arrays point into the rows below
     cdef float64_t[:, ::1] weights             # (max_internal_nodes, n_features + 1), bias last
     cdef float64_t[:, ::1] scale               # NAG per-feature scales, same shape
     cdef float64_t[:, ::1] sum_sq_grad         # NAG per-feature squared-gradient sums, same shape
@@ -71,9 +72,11 @@ cdef class LOMTreeBuilder:
     cdef index_t _smallest_leaf(self) noexcept nogil
     cdef void _reset_node(self, index_t node, index_t parent) noexcept nogil
     cdef void _append_leaf(self, index_t parent) noexcept nogil
+    cdef void _append_regressor(self) noexcept nogil
     cdef void _reset_regressor(self, index_t slot) noexcept nogil
     cdef bint _recycle_into(self, index_t leaf) noexcept nogil
     cdef bint _split(self, index_t leaf) noexcept nogil
+    cdef bint _finite(self) noexcept nogil
     cdef index_t _train_node(self, index_t node, ClassStats* stats, const index_t* indices,
                              const float32_t* values, index_t nnz) noexcept nogil
     cdef int _learn_one(self, const index_t* indices, const float32_t* values, index_t nnz,

@@ -15,9 +15,10 @@ of internal nodes is not exhausted, or Inequality 2 holds:
 leaf s of the whole tree and its parent are detached (the sibling of s takes
 their place) and become the children of j: they are *recycled*; j inherits
 the regressor slot of s's parent, zeroed. When s hangs directly under the
-root there is no grandparent to re-attach its sibling to, so the split is
-skipped. Lemma 3 bounds the number of times a node is recycled by log2 of the
-stream length when RS >= 4.
+root there is no grandparent to re-attach its sibling to, and when s is j
+itself (possible only for RS < 1: a leaf cannot become its own child), the
+split is skipped. Lemma 3 bounds the number of times a node is recycled by
+log2 of the stream length when RS >= 4.
 
 Prediction follows the paper (one path, by the signs of the scores) or, with
 a beam width B > 1, a beam search: going right at v has probability
@@ -36,7 +37,7 @@ both must produce identical trees.
 import numpy as np
 
 from cython.parallel cimport parallel, prange, threadid
-from libc.math cimport exp, log1p
+from libc.math cimport exp, isfinite, log1p
 from libc.stdint cimport int32_t, int64_t
 from libc.string cimport memset
 from libcpp.vector cimport vector
@@ -114,16 +115,11 @@ cdef class LOMTreeBuilder:
         self.weights = np.zeros((max_internal_nodes, n_features + 1))
         self.scale = np.zeros((max_internal_nodes, n_features + 1))
         self.sum_sq_grad = np.zeros((max_internal_nodes, n_features + 1))
-        self.regressors.resize(max_internal_nodes)
-        cdef index_t slot
-        for slot in range(max_internal_nodes):
-            self.regressors[slot].weights = &self.weights[slot, 0]
-            self.regressors[slot].scale = &self.scale[slot, 0]
-            self.regressors[slot].sum_sq_grad = &self.sum_sq_grad[slot, 0]
-            self.regressors[slot].bias_index = n_features
-            self.regressors[slot].norm = 0.0
-            self.regressors[slot].n_updates = 0
-        # Reserving the final sizes keeps Node* and ClassStats* pointers valid while growing.
+        # Reserving the final sizes keeps Node* and ClassStats* pointers valid
+        # while growing, and lets the noexcept _append_* never allocate. The
+        # memory is touched only as nodes and slots come into use, so a large
+        # budget costs nothing up front.
+        self.regressors.reserve(max_internal_nodes)
         self.nodes.reserve(2 * <size_t>max_internal_nodes + 1)
         self.stats.reserve(2 * <size_t>max_internal_nodes + 1)
         self._append_leaf(-1)
@@ -164,6 +160,21 @@ cdef class LOMTreeBuilder:
         self.nodes.push_back(fresh)
         self.stats.push_back(vector[ClassStats]())
         self._reset_node(<index_t>self.nodes.size() - 1, parent)
+
+    cdef void _append_regressor(self) noexcept nogil:
+        """Bring the next regressor slot into use, zeroed (its row is still untouched).
+
+        noexcept is safe: ``__cinit__`` reserved the capacity of every slot.
+        """
+        cdef Regressor fresh
+        cdef index_t slot = <index_t>self.regressors.size()
+        fresh.weights = &self.weights[slot, 0]
+        fresh.scale = &self.scale[slot, 0]
+        fresh.sum_sq_grad = &self.sum_sq_grad[slot, 0]
+        fresh.bias_index = self.n_features
+        fresh.norm = 0.0
+        fresh.n_updates = 0
+        self.regressors.push_back(fresh)
 
     cdef void _reset_regressor(self, index_t slot) noexcept nogil:
         """Zero the weights and optimiser state of a regressor slot."""
@@ -238,11 +249,12 @@ cdef class LOMTreeBuilder:
         """Swap: detach the smallest leaf and its parent and make them children of `leaf`.
 
         Returns False (and changes nothing) when the smallest leaf is a child
-        of the root, which has no grandparent to take its sibling.
+        of the root, which has no grandparent to take its sibling, or is
+        `leaf` itself, which cannot become its own child.
         """
         cdef index_t orphan = self._smallest_leaf()
         cdef index_t orphan_parent = self.nodes[orphan].parent
-        if orphan_parent <= 0:
+        if orphan_parent <= 0 or orphan == leaf:
             return False
         cdef Node* op = &self.nodes[orphan_parent]
         cdef index_t grandparent = op.parent
@@ -275,6 +287,7 @@ cdef class LOMTreeBuilder:
             self.nodes[leaf].left = first
             self.nodes[leaf].right = first + 1
             self.nodes[leaf].regressor = self.n_internal
+            self._append_regressor()
             self.n_internal += 1
         elif not self._recycle_into(leaf):
             return False
@@ -354,6 +367,30 @@ cdef class LOMTreeBuilder:
                 row = <index_t>visits[i]
                 self._learn_one(row_indices(&rows, row), row_values(&rows, row),
                                 row_nnz(&rows, row), y[row])
+
+    def is_finite(self):
+        """Whether every score sum and regressor norm is finite: training has not diverged.
+
+        Huge steps make the regressors diverge to infinity or NaN; the loader
+        refuses such a tree, so training checks this rather than keep a model
+        it could not read back. Diverged weights show in the scores of the
+        examples that follow, so the sums (a few numbers per node) tell
+        without scanning the dense weight rows after every batch.
+        """
+        return self._finite()
+
+    cdef bint _finite(self) noexcept nogil:
+        cdef size_t node, entry, slot
+        for node in range(self.nodes.size()):
+            if not isfinite(self.nodes[node].score_sum):
+                return False
+            for entry in range(self.stats[node].size()):
+                if not isfinite(self.stats[node][entry].score_sum):
+                    return False
+        for slot in range(self.regressors.size()):
+            if not isfinite(self.regressors[slot].norm):
+                return False
+        return True
 
     # ------------------------------------------------------------------ prediction
 
@@ -737,6 +774,7 @@ cdef class LOMTreeBuilder:
         np.asarray(self.scale)[:used] = arrays["scale"]
         np.asarray(self.sum_sq_grad)[:used] = arrays["sum_sq_grad"]
         for slot in range(used):
+            self._append_regressor()
             self.regressors[slot].norm = arrays["regressor_norm"][slot]
             self.regressors[slot].n_updates = arrays["regressor_n_updates"][slot]
         self.n_internal = used

@@ -2,15 +2,24 @@
 
 A model file is an uncompressed ``.npz`` archive (a zip of ``.npy`` arrays)
 holding numeric arrays plus one JSON document, ``__meta__``, with the model
-kind, the format version and the hyper-parameters. Nothing is pickled: arrays
-are read with ``allow_pickle=False`` and object dtypes are refused, so loading
-a file cannot execute code. The estimators validate shapes and index ranges of
-what they get back before any of it reaches compiled code.
+kind, the format version and the hyper-parameters. Nothing is pickled: only
+plain numeric dtypes are read, so loading a file cannot execute code. The
+estimators validate shapes and index ranges of what they get back before any
+of it reaches compiled code.
+
+The reader trusts nothing it has not compared with the file itself: every
+member must be stored uncompressed inside the file, and the size its array
+header announces must be exactly the bytes the member holds, so a damaged
+header can never make it allocate more than the file's size. Anything else
+wrong with the file is a :class:`~xmltree.exceptions.ModelFormatError`
+naming it.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
 import zipfile
 from pathlib import Path
 from typing import NamedTuple
@@ -119,32 +128,106 @@ def load_model(path, kind: str | None = None) -> ModelFile:
 
     Raises
     ------
+    OSError
+        If the file cannot be opened (missing, a directory, no permission).
     ModelFormatError
         If the file is not an xmltree model, is truncated or corrupt, holds
-        pickled objects, or has an unreadable format version or another kind.
+        pickled objects or arrays of other dtypes, or has an unreadable
+        format version or another kind; the message names the file.
     """
     path = Path(path)
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            if _META_KEY not in archive.files:
-                raise ModelFormatError(f"{path}: not an xmltree model file (no metadata)")
-            meta = json.loads(archive[_META_KEY].tobytes().decode("utf-8"))
-            arrays = {name: archive[name] for name in archive.files if name != _META_KEY}
-    except ModelFormatError:
-        raise
-    except FileNotFoundError:
-        raise
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as exc:
-        # np.load raises ValueError for pickled object arrays, BadZipFile and
-        # OSError/EOFError for truncated or foreign files.
-        raise ModelFormatError(f"{path}: unreadable model file ({exc})") from exc
-    if not isinstance(meta, dict) or meta.get("magic") != _MAGIC:
-        raise ModelFormatError(f"{path}: not an xmltree model file")
+    with open(path, "rb") as handle:
+        try:
+            arrays = _read_members(handle)
+        except ModelFormatError as exc:
+            raise ModelFormatError(f"{path}: {exc}") from exc
+        except (OSError, ValueError, EOFError, NotImplementedError, zipfile.BadZipFile) as exc:
+            # zipfile's errors for a damaged archive: BadZipFile for bad
+            # records and CRCs, OSError for seeks to bogus offsets, ValueError
+            # and NotImplementedError for fields it cannot decode.
+            raise ModelFormatError(f"{path}: unreadable model file ({exc})") from exc
+    meta = _read_meta(path, arrays.pop(_META_KEY, None))
     version = _check_version(path, meta.get("format_version"))
-    stored_kind = meta.get("kind")
+    stored_kind, params = meta.get("kind"), meta.get("params", {})
+    if not isinstance(stored_kind, str) or not isinstance(params, dict):
+        raise ModelFormatError(f"{path}: the model kind must be a string and its parameters "
+                               "a JSON object")
     if kind is not None and stored_kind != kind:
         raise ModelFormatError(f"{path}: holds a {stored_kind!r} model, expected {kind!r}")
-    return ModelFile(stored_kind, version, meta.get("params", {}), arrays)
+    return ModelFile(stored_kind, version, params, arrays)
+
+
+def _read_meta(path: Path, raw) -> dict:
+    """Decode the ``__meta__`` member: a JSON object with the xmltree magic."""
+    if raw is None:
+        raise ModelFormatError(f"{path}: not an xmltree model file (no metadata)")
+    if raw.dtype != np.uint8 or raw.ndim != 1:
+        raise ModelFormatError(f"{path}: not an xmltree model file (bad metadata)")
+    try:
+        meta = json.loads(raw.tobytes().decode("utf-8"), parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as exc:
+        # RecursionError: JSON nested deeper than the interpreter's stack.
+        raise ModelFormatError(f"{path}: unreadable model metadata ({type(exc).__name__}: "
+                               f"{str(exc)[:200]})") from exc
+    if not isinstance(meta, dict) or meta.get("magic") != _MAGIC:
+        raise ModelFormatError(f"{path}: not an xmltree model file")
+    return meta
+
+
+def _refuse_constant(name: str):
+    """``json`` hook for NaN and Infinity: no saved parameter is ever non-finite."""
+    raise ValueError(f"non-finite number {name} in the metadata")
+
+
+def _read_members(handle) -> dict[str, np.ndarray]:
+    """Read every ``.npy`` member of the open archive `handle`, checking sizes first."""
+    file_size = os.fstat(handle.fileno()).st_size
+    arrays = {}
+    with zipfile.ZipFile(handle) as archive:
+        for info in archive.infolist():
+            name = info.filename.removesuffix(".npy")
+            if name == info.filename or name in arrays:
+                raise ModelFormatError(f"member {info.filename!r} is not an array, or repeated")
+            # np.savez stores members uncompressed: the sizes in the directory
+            # are then bytes of this file, which a damaged directory cannot fake.
+            if (info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1
+                    or info.compress_size != info.file_size
+                    or info.header_offset + info.file_size > file_size):
+                raise ModelFormatError(f"member {info.filename!r} is compressed, encrypted or "
+                                       "larger than the file")
+            with archive.open(info) as member:
+                arrays[name] = _read_array(member, info.file_size, info.filename)
+    return arrays
+
+
+def _read_array(member, size: int, name: str) -> np.ndarray:
+    """Read one ``.npy`` member of `size` bytes; refuse it unless the header agrees with `size`."""
+    try:
+        version = np.lib.format.read_magic(member)
+        read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                       (2, 0): np.lib.format.read_array_header_2_0}[version]
+        shape, fortran_order, dtype = read_header(member)
+    except Exception as exc:
+        # numpy parses the header with its own Python-literal reader, which
+        # raises whatever the damaged text provokes (ValueError, SyntaxError,
+        # tokenize.TokenError, KeyError...): all mean a corrupt member.
+        raise ModelFormatError(f"member {name!r} has a corrupt array header "
+                               f"({type(exc).__name__})") from exc
+    if dtype.hasobject or dtype.kind not in "biuf" or dtype.fields or dtype.subdtype:
+        raise ModelFormatError(f"member {name!r} has dtype {dtype}, not a plain numeric one")
+    n_bytes = math.prod(shape) * dtype.itemsize
+    if member.tell() + n_bytes != size:
+        raise ModelFormatError(f"member {name!r}: its header announces {n_bytes} bytes of "
+                               f"data, it holds {size - member.tell()}")
+    buffer = np.empty(n_bytes, dtype=np.uint8)
+    view, filled = memoryview(buffer), 0
+    while filled < n_bytes:
+        count = member.readinto(view[filled:])
+        if not count:
+            raise ModelFormatError(f"member {name!r} is truncated")
+        filled += count
+    member.read()  # reach the end, where zipfile checks the CRC
+    return buffer.view(dtype).reshape(shape, order="F" if fortran_order else "C")
 
 
 def _check_version(path: Path, version) -> int:

@@ -11,6 +11,7 @@ each estimator's ``_from_state``.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable
 
 import numpy as np
@@ -79,24 +80,98 @@ def check_csr_structure(indptr: np.ndarray, indices: np.ndarray, shape: tuple[in
         entries, or a column index is out of range, unsorted or duplicated.
     """
     n_rows, n_cols = shape
-    if indptr.shape[0] != n_rows + 1 or indptr[0] != 0 or indptr[-1] != indices.shape[0]:
-        raise DataFormatError(f"{what}: CSR indptr does not match the stored entries")
-    row_lengths = np.diff(indptr)
-    if np.any(row_lengths < 0):
-        raise DataFormatError(f"{what}: CSR indptr is not non-decreasing")
+    _check_pointers(indptr, indices.shape[0], n_rows, what)
+    _check_ids(indices, n_cols, "column id", what)
     if indices.size:
-        if indices.min() < 0 or indices.max() >= n_cols:
-            raise DataFormatError(f"{what}: column index out of range [0, {n_cols})")
         # Within a row, indices must strictly increase; across a row
         # boundary they may drop. Boolean masks only: this runs on every
         # matrix given to a kernel, so it costs ~3 bytes per entry, not a
         # row id per entry.
+        row_lengths = np.diff(indptr)
         row_start = np.zeros(indices.shape[0], dtype=bool)
         row_start[indptr[:-1][row_lengths > 0]] = True
         bad = np.flatnonzero((indices[1:] <= indices[:-1]) & ~row_start[1:])
         if bad.size:
             row = int(np.searchsorted(indptr, bad[0] + 1, side="right")) - 1
             raise DataFormatError(f"{what}: row {row} has unsorted or duplicate column indices")
+
+
+def _check_pointers(indptr: np.ndarray, n_entries: int, n_rows: int, what: str) -> None:
+    """``indptr`` must run from 0 to `n_entries` without decreasing, one step per row."""
+    if indptr.shape[0] != n_rows + 1 or indptr[0] != 0 or indptr[-1] != n_entries:
+        raise DataFormatError(f"{what}: CSR indptr does not match the stored entries")
+    if np.any(indptr[1:] < indptr[:-1]):
+        raise DataFormatError(f"{what}: CSR indptr is not non-decreasing")
+
+
+def _check_ids(ids: np.ndarray, n_ids: int, name: str, what: str) -> None:
+    """Every id must be in ``[0, n_ids)``, whatever its integer dtype (nothing wraps)."""
+    if ids.size:
+        low, high = ids.min(), ids.max()
+        if low < 0 or high >= n_ids:
+            raise DataFormatError(f"{what}: {name} {low if low < 0 else high} out of range "
+                                  f"[0, {n_ids})")
+
+
+def _index_array(matrix, name: str, what: str) -> np.ndarray:
+    """One index array of a sparse matrix, which must be a 1-D integer array."""
+    array = getattr(matrix, name)
+    if not isinstance(array, np.ndarray) or array.ndim != 1 or array.dtype.kind not in "iu":
+        raise DataFormatError(f"{what}: sparse {name} must be a 1-D integer array")
+    return array
+
+
+def _check_sparse_structure(matrix, what: str):
+    """Check the raw arrays of a scipy sparse matrix before scipy converts it.
+
+    scipy's own routines (sorting, summing duplicates, format conversions)
+    trust these arrays and read out of bounds, or abort, when they are
+    inconsistent; a caller may have built or modified them by hand.
+
+    Returns
+    -------
+    scipy sparse matrix or array
+        ``matrix`` itself for the CSR, CSC, COO and BSR formats, whose
+        pointers and ids are now known to be in range; other formats, which
+        scipy stores as Python containers, converted to COO and checked.
+
+    Raises
+    ------
+    DataFormatError
+        On a matrix that is not 2-D, too large for the kernels' int32 ids,
+        or whose pointers, ids or value arrays disagree.
+    """
+    if len(matrix.shape) != 2:
+        raise DataFormatError(f"{what}: expected a 2-D matrix, got {len(matrix.shape)}-D")
+    _check_index_range(matrix.shape, what)
+    if matrix.format not in ("csr", "csc", "coo", "bsr"):
+        try:
+            matrix = matrix.tocoo()
+        except (TypeError, ValueError, IndexError) as exc:
+            raise DataFormatError(f"{what}: malformed {matrix.format} matrix ({exc})") from exc
+    data = matrix.data
+    if not isinstance(data, np.ndarray):
+        raise DataFormatError(f"{what}: sparse data must be an array")
+    if matrix.format == "coo":
+        rows, columns = (_index_array(matrix, name, what) for name in ("row", "col"))
+        if not rows.shape == columns.shape == data.shape:
+            raise DataFormatError(f"{what}: COO row, col and data differ in length")
+        _check_ids(rows, matrix.shape[0], "row id", what)
+        _check_ids(columns, matrix.shape[1], "column id", what)
+        return matrix
+    n_major, n_minor = matrix.shape if matrix.format != "csc" else matrix.shape[::-1]
+    block = (1, 1)
+    if matrix.format == "bsr":
+        block = matrix.blocksize
+        if matrix.shape[0] % block[0] or matrix.shape[1] % block[1]:
+            raise DataFormatError(f"{what}: BSR blocks {block} do not tile shape {matrix.shape}")
+        n_major, n_minor = matrix.shape[0] // block[0], matrix.shape[1] // block[1]
+    indptr, indices = (_index_array(matrix, name, what) for name in ("indptr", "indices"))
+    if data.shape != (indices.shape[0],) + (block if matrix.format == "bsr" else ()):
+        raise DataFormatError(f"{what}: sparse data and indices differ in length")
+    _check_pointers(indptr, indices.shape[0], n_major, what)
+    _check_ids(indices, n_minor, "row id" if matrix.format == "csc" else "column id", what)
+    return matrix
 
 
 def check_features(X, *, n_features: int | None = None, what: str = "X") -> sp.csr_matrix:
@@ -122,10 +197,12 @@ def check_features(X, *, n_features: int | None = None, what: str = "X") -> sp.c
     Raises
     ------
     DataFormatError
-        On non-2-D input, non-finite values, or too many columns.
+        On non-2-D input, non-finite values, too many columns, or a sparse
+        matrix whose own arrays are inconsistent (checked before scipy
+        touches them).
     """
     if sp.issparse(X):
-        X = _canonical_csr(X)
+        X = _canonical_csr(_check_sparse_structure(X, what), what)
     else:
         try:
             dense = np.asarray(X, dtype=np.float32)
@@ -159,10 +236,12 @@ def check_labels(Y, *, n_samples: int | None = None, n_labels: int | None = None
     Parameters
     ----------
     Y : array-like, scipy sparse matrix, or iterable of label lists
-        Either a 0/1 indicator matrix of shape (n_samples, n_labels), dense
-        or sparse, or one iterable of non-negative integer label ids per
-        sample (``[[0, 3], [], [2]]``); an empty list is a sample with no
-        labels.
+        Either a 0/1 indicator matrix of shape (n_samples, n_labels), as a
+        NumPy array or a sparse matrix, or one iterable of distinct
+        non-negative integer label ids per sample (``[[0, 3], [], [2]]``);
+        an empty list is a sample with no labels. Lists of lists are always
+        label ids: an indicator row given as a list repeats 0 or 1, which is
+        refused rather than read as ids.
     n_samples : int, optional
         Expected number of rows.
     n_labels : int, optional
@@ -178,11 +257,13 @@ def check_labels(Y, *, n_samples: int | None = None, n_labels: int | None = None
     Raises
     ------
     DataFormatError
-        On negative or out-of-range ids, non-binary values, or a row count
-        that disagrees with ``n_samples``.
+        On negative, out-of-range, repeated or non-integer ids, non-binary
+        values, or a row count that disagrees with ``n_samples``.
     """
-    if sp.issparse(Y) or isinstance(Y, np.ndarray):
-        Y = _canonical_csr(Y, drop_zeros=True)
+    if sp.issparse(Y):
+        Y = _canonical_csr(_check_sparse_structure(Y, what), what, drop_zeros=True)
+    elif isinstance(Y, np.ndarray):
+        Y = _canonical_csr(Y, what, drop_zeros=True)
         if Y.data.size and not np.all(Y.data == 1):
             raise DataFormatError(f"{what}: label indicator matrix must contain only 0 and 1")
         if n_labels is not None and Y.shape[1] != n_labels:
@@ -221,17 +302,28 @@ def widen(matrix: sp.csr_matrix, n_cols: int) -> sp.csr_matrix:
 
 def _check_index_range(shape: tuple[int, int], what: str) -> None:
     """Row and column ids must fit the kernels' int32 ``index_t``."""
-    if max(shape) >= np.iinfo(np.int32).max:
-        raise DataFormatError(f"{what}: shape {shape} exceeds the int32 index range")
+    for count, name in zip(shape, ("rows", "columns")):
+        if count >= _INDEX_LIMIT:
+            raise DataFormatError(f"{what}: {count} {name} exceed the int32 ids of the kernels "
+                                  f"(at most {_INDEX_LIMIT - 1})")
 
 
-def _canonical_csr(matrix, drop_zeros: bool = False) -> sp.csr_matrix:
+#: Row, column and label counts must stay below this (int32 ids, see _check_index_range).
+_INDEX_LIMIT = np.iinfo(np.int32).max
+
+
+def _canonical_csr(matrix, what: str, drop_zeros: bool = False) -> sp.csr_matrix:
     """Return a float32 CSR copy of ``matrix`` with sorted, summed duplicates.
 
-    The caller's arrays are never modified: scipy's in-place helpers would
+    A sparse ``matrix`` must have passed :func:`_check_sparse_structure`. The
+    caller's arrays are never modified: scipy's in-place helpers would
     rewrite them (and need indices and indptr of one dtype).
     """
-    matrix = sp.csr_matrix(matrix, dtype=np.float32)
+    try:
+        matrix = sp.csr_matrix(matrix, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise DataFormatError(f"{what}: cannot be converted to a float32 sparse matrix "
+                              f"({exc})") from exc
     if matrix.has_canonical_format and not (drop_zeros and not matrix.data.all()):
         return matrix
     matrix = matrix.copy()
@@ -243,25 +335,43 @@ def _canonical_csr(matrix, drop_zeros: bool = False) -> sp.csr_matrix:
 
 
 def _label_lists_to_csr(rows: Iterable, n_labels: int | None, what: str) -> sp.csr_matrix:
-    """Convert one iterable of integer label ids per sample to binary CSR."""
+    """Convert one iterable of distinct integer label ids per sample to binary CSR."""
+    limit = _INDEX_LIMIT - 1 if n_labels is None else n_labels
     indptr = [0]
     indices: list[int] = []
     for i, row in enumerate(rows):
         try:
-            ids = sorted({int(label) for label in row})
+            ids = [_label_id(label) for label in row]
         except (TypeError, ValueError) as exc:
-            raise DataFormatError(f"{what}: row {i} is not a list of integer label ids") from exc
-        if ids and ids[0] < 0:
-            raise DataFormatError(f"{what}: row {i} has a negative label id {ids[0]}")
-        indices.extend(ids)
+            raise DataFormatError(f"{what}: row {i} is not a list of integer label ids "
+                                  f"({exc})") from exc
+        unique = sorted(set(ids))
+        if len(unique) != len(ids):
+            repeated = next(label for label in unique if ids.count(label) > 1)
+            raise DataFormatError(
+                f"{what}: row {i} lists label id {repeated} twice; a row of label ids lists "
+                "each label once (a 0/1 indicator matrix must be a NumPy array or a sparse "
+                "matrix)")
+        if unique and unique[0] < 0:
+            raise DataFormatError(f"{what}: row {i} has a negative label id {unique[0]}")
+        if unique and unique[-1] >= limit:
+            raise DataFormatError(f"{what}: row {i} has label id {unique[-1]}, out of range "
+                                  f"[0, {limit})")
+        indices.extend(unique)
         indptr.append(len(indices))
-    max_id = max(indices) if indices else -1
     if n_labels is None:
-        n_labels = max_id + 1
-    elif max_id >= n_labels:
-        raise DataFormatError(f"{what}: label id {max_id} out of range [0, {n_labels})")
+        n_labels = max(indices) + 1 if indices else 0
     data = np.ones(len(indices), dtype=np.float32)
     return sp.csr_matrix(
         (data, np.asarray(indices, dtype=np.int32), np.asarray(indptr, dtype=np.int64)),
         shape=(len(indptr) - 1, n_labels),
     )
+
+
+def _label_id(label) -> int:
+    """A label id as an int: an integer, or a float with an integral value (never rounded)."""
+    if isinstance(label, numbers.Integral) and not isinstance(label, (bool, np.bool_)):
+        return int(label)
+    if isinstance(label, (float, np.floating)) and float(label).is_integer():
+        return int(label)
+    raise TypeError(f"label {label!r} is not an integer")

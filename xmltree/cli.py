@@ -48,10 +48,14 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.handler(args) or 0
-    except (DataFormatError, ModelFormatError, FileNotFoundError, ValueError,
-            ImportError) as exc:
-        print(f"xmltree {args.command}: error: {exc}", file=sys.stderr)
-        return 1
+    except (DataFormatError, ModelFormatError, OSError, ValueError, ImportError) as exc:
+        # OSError: a path that is a directory, unwritable, too long, or a
+        # special file that must not be replaced.
+        problem = str(exc)
+    except MemoryError:
+        problem = "out of memory"
+    print(f"xmltree {args.command}: error: {' '.join(problem.splitlines())}", file=sys.stderr)
+    return 1
 
 
 # --------------------------------------------------------------------------- parser
@@ -103,7 +107,8 @@ def _build_parser() -> argparse.ArgumentParser:
                          help="prediction file: header 'N L', then 'label:score ...' per row; "
                          "for a model of text, 'name:score ...' per document (default: "
                          "printed)")
-    predict.add_argument("-k", type=int, default=5, help="labels per row (default 5)")
+    predict.add_argument("-k", type=int, default=5,
+                         help="labels per row (default 5; at most the model's labels)")
     predict.add_argument("--rerank", action="store_true",
                          help="re-rank with the tail-label re-ranker the model was trained with")
     predict.add_argument("--n-jobs", type=int, default=None,

@@ -48,6 +48,10 @@ __all__ = [
 #: Code of an empty child slot in ``LabelTree.children``.
 EMPTY = -1
 
+#: Largest ``n_labels x max_depth`` of the dense root-to-leaf path arrays of a
+#: :class:`LabelTree` (1 GiB each); balanced and Huffman trees stay far below.
+MAX_PATH_ENTRIES = 2**28
+
 
 def leaf_code(label: int) -> int:
     """Return the slot code of the leaf holding ``label``."""
@@ -96,7 +100,9 @@ class LabelTree:
         max_depth)``, -1 past the end), ``label_depth`` (edges from the root
         to the label's leaf), ``node_depth`` and ``node_order`` (every node
         after its parent). Raises ``ValueError`` if a label has no leaf or
-        several, or a node is unreachable or reached twice.
+        several, a node is unreachable or reached twice, or the paths would
+        take more than ``MAX_PATH_ENTRIES`` entries (a chain-like tree: its
+        paths grow as ``n_labels x depth``, far beyond the tree itself).
         """
         n_nodes, arity = self.children.shape
         node_depth = np.full(n_nodes, -1, dtype=np.int32)
@@ -129,6 +135,9 @@ class LabelTree:
         for label, (node, _) in leaf_of.items():
             label_depth[label] = node_depth[node] + 1
         max_depth = int(label_depth.max()) if self.n_labels else 0
+        if self.n_labels * max_depth > MAX_PATH_ENTRIES:
+            raise ValueError(f"the paths of {self.n_labels} labels, {max_depth} deep, exceed "
+                             f"{MAX_PATH_ENTRIES} entries")
         path_nodes = np.full((self.n_labels, max_depth), -1, dtype=np.int32)
         path_slots = np.full((self.n_labels, max_depth), -1, dtype=np.int32)
         for label, (node, slot) in leaf_of.items():
@@ -276,8 +285,8 @@ def balanced_depth_tree(n_labels: int, arity: int, max_depth: int, seed: int) ->
     level, each no larger than ``arity ** (remaining depth)``.
     """
     if n_labels > arity ** max_depth:
-        raise ValueError(f"{n_labels} labels do not fit in an {arity}-ary tree "
-                         f"of depth {max_depth}")
+        raise ValueError(f"{n_labels} labels do not fit in a tree of arity={arity} and "
+                         f"max_depth={max_depth} (it holds at most arity ** max_depth)")
     order = [int(i) for i in random_permutation(n_labels, seed)]
 
     def split(labels, depth):
@@ -386,6 +395,7 @@ def assign_children(sum_probas, counts, arity: int, *, n_real: int | None = None
         limit = arity ** levels_below
         if n > arity * limit:
             raise ValueError(f"{n} labels exceed the depth constraint")
+        limit = min(limit, n)  # a child never holds more than n: keeps it in int32
     gradient, margin = assignment_scores(sum_probas[:n_real], counts[:n_real], log_gradient)
     if current is not None:
         current = np.asarray(current)[:n_real]

@@ -33,6 +33,11 @@ import scipy.sparse as sp
 from tqdm.auto import tqdm
 
 from ._base import (
+    MAX_EPOCHS,
+    MAX_INDEX,
+    MAX_LEARNING_RATE,
+    MAX_NODES,
+    MAX_TREES,
     TopKEstimator,
     check_choice,
     check_int,
@@ -276,18 +281,19 @@ class LdSM(TopKEstimator):
             Naming the parameter, its value and the allowed range.
         """
         params = self.get_params()
-        check_int("n_trees", params["n_trees"], 1)
+        check_int("n_trees", params["n_trees"], 1, MAX_TREES)
         check_int("arity", params["arity"], 2, MAX_ARITY)
         if params["max_nodes"] is not None:
-            check_int("max_nodes", params["max_nodes"], 1)
-        check_int("epochs", params["epochs"], 1)
+            check_int("max_nodes", params["max_nodes"], 1, MAX_NODES)
+        check_int("epochs", params["epochs"], 1, MAX_EPOCHS)
         check_real("lambda1", params["lambda1"], 0.0, strict=False)
         check_real("lambda2", params["lambda2"], 0.0, strict=False)
-        check_real("learning_rate", params["learning_rate"], 0.0, strict=True)
+        check_real("learning_rate", params["learning_rate"], 0.0, MAX_LEARNING_RATE, strict=True)
         if params["weight_threshold"] is not None:
             check_real("weight_threshold", params["weight_threshold"], 0.0, strict=False)
         if params["max_weights_per_regressor"] is not None:
-            check_int("max_weights_per_regressor", params["max_weights_per_regressor"], 1)
+            check_int("max_weights_per_regressor", params["max_weights_per_regressor"], 1,
+                      MAX_INDEX)
         if params["max_weights_per_example"] is not None:
             check_real("max_weights_per_example", params["max_weights_per_example"], 0.0,
                        strict=True)
@@ -305,7 +311,7 @@ class LdSM(TopKEstimator):
         check_choice("feature_scaling", params["feature_scaling"], FEATURE_SCALINGS)
         make_reranker(params["rerank"])
         check_seed(params["random_state"])
-        check_int("first_tree", params["first_tree"], 0)
+        check_int("first_tree", params["first_tree"], 0, MAX_TREES)
         n_threads(params["n_jobs"])
         return params
 
@@ -656,11 +662,14 @@ class LdSM(TopKEstimator):
             sizes[name] = int(value)
         scaler = FeatureScaler.from_state(params.get("scaling", {"kind": "none"}), arrays,
                                           sizes["n_features"])
-        expected = {f"tree{t}/{name}" for t in range(sizes["n_trees"]) for name in TREE_ARRAYS}
-        expected.update(scaler.get_state()[1])
+        other = set(scaler.get_state()[1])
         if model.leaf_model == "linear":
-            expected.update(LINEAR_LEAF_ARRAYS)
-        tree_arrays = {name for name in arrays if not name.startswith(RERANK_PREFIX)}
+            other.update(LINEAR_LEAF_ARRAYS)
+        tree_arrays = {name for name in arrays if not name.startswith(RERANK_PREFIX)} - other
+        if len(tree_arrays) != sizes["n_trees"] * len(TREE_ARRAYS):  # before believing n_trees
+            raise ModelFormatError(f"LdSM model: n_trees={sizes['n_trees']} disagrees with "
+                                   f"the {len(tree_arrays)} tree arrays of the file")
+        expected = {f"tree{t}/{name}" for t in range(sizes["n_trees"]) for name in TREE_ARRAYS}
         if tree_arrays != expected:
             missing, extra = sorted(expected - tree_arrays), sorted(tree_arrays - expected)
             raise ModelFormatError(
@@ -670,15 +679,19 @@ class LdSM(TopKEstimator):
             {name: arrays[f"tree{t}/{name}"] for name in TREE_ARRAYS}
             for t in range(sizes["n_trees"])
         ]
+        reranker = None
+        if "reranker" in params:  # its arrays confirm the counts before the forest allocates
+            reranker = Reranker._from_state(params["reranker"], arrays)
+            scorer = reranker.scorer_
+            if (scorer.n_labels_, scorer.n_features_) != (sizes["n_labels"], sizes["n_features"]):
+                raise ModelFormatError("LdSM model: the re-ranker's label or feature count "
+                                       "differs")
         model._set_trees(trees, sizes["n_features"], sizes["n_labels"])
         model.scaler_ = scaler
         if model.leaf_model == "linear":
             model._set_linear_leaves(*check_linear_leaves(arrays, sizes["n_features"],
                                                           sizes["n_labels"]))
-        if "reranker" in params:
-            model.reranker_ = Reranker._from_state(params["reranker"], arrays)
-            if model.reranker_.scorer_.n_labels_ != sizes["n_labels"]:
-                raise ModelFormatError("LdSM model: the re-ranker's label count differs")
+        model.reranker_ = reranker
         return model
 
 

@@ -25,12 +25,20 @@ import scipy.sparse as sp
 
 from . import _learned_tree as _kernels
 from ._base import (
+    MAX_DEPTH,
+    MAX_EPOCHS,
+    MAX_INDEX,
+    MAX_LEARNING_RATE,
+    MAX_NGRAMS,
+    MAX_WIDTH,
     TopKEstimator,
     check_choice,
     check_int,
+    check_k,
     check_real,
     check_seed,
     class_values,
+    is_int,
     n_threads,
     warn_renamed,
 )
@@ -61,15 +69,18 @@ class LearnedTree(TopKEstimator):
     Parameters
     ----------
     arity : int, default=2
-        Maximum number of children per node (``M``).
+        Maximum number of children per node (``M``), at most ``2**16``.
     dim : int, default=100
-        Embedding dimension.
+        Embedding dimension, at most ``2**16``.
     epochs : int, default=5
+        Passes over the data, at most 10,000.
     learning_rate : float, default=0.2
         Initial step; constant for the first half of training, then
         decreased linearly to 0 (the paper's schedule, used for all trees
         and both optimizers). The default suits Adagrad; SGD wants larger
-        steps (0.5 in ``benchmarks/``).
+        steps (0.5 in ``benchmarks/``). At most ``1e6``; training that
+        diverges (NaN or infinite parameters, as SGD does with too large a
+        step) stops with a ``ValueError``.
     optimizer : {"adagrad", "sgd"}, default="adagrad"
         Adagrad (the paper's choice for its language models): every
         parameter's step is divided by the root of the sum of its squared
@@ -91,19 +102,23 @@ class LearnedTree(TopKEstimator):
         softmax over all labels.
     n_tree_updates : int, default=50
         Number of AssignLabels passes (``tree="learned"`` only), spread
-        evenly over the first half of training.
+        evenly over the first half of training; at most 10,000.
     max_depth : int, optional
         Depth-constrained mode (supplement, Algorithm 3): all leaves at depth
-        <= max_depth; the initial tree is random and balanced. Needs
-        ``n_labels <= arity ** max_depth``; for ``"learned"`` and ``"random"``.
+        <= max_depth (at most 64); the initial tree is random and balanced.
+        Needs ``n_labels <= arity ** max_depth``; for ``"learned"`` and
+        ``"random"``.
     objective : {"classification", "likelihood"}, default="classification"
         Which gradient of J_n drives AssignLabels: eq. 10 (classification)
         or eq. 12 (density estimation, e.g. language modelling).
     ngrams, buckets, min_count : int
         Text features (see :class:`xmltree.text.TextVectorizer`); used only
-        when ``fit`` receives raw documents.
+        when ``fit`` receives raw documents. ``ngrams`` is at most 64,
+        ``buckets`` at most ``2**31 - 1``.
     n_jobs : int or None, default=1
-        Threads, with joblib's convention (``None``: 1, ``-1``: all cores).
+        Threads, with joblib's convention (``None``: 1, ``-1``: all cores);
+        at most ``2**16`` in absolute value, and at most twice the cores are
+        started.
         With more than one, training is Hogwild (lock-free shared updates)
         and not bit-reproducible; with one it is, for a given
         ``random_state``. Prediction gives the same results whatever it is.
@@ -112,7 +127,8 @@ class LearnedTree(TopKEstimator):
     Attributes
     ----------
     classes_ : numpy.ndarray
-        Label values; label index ``i`` in the tree stands for ``classes_[i]``.
+        Label values, int64 or strings; label index ``i`` in the tree stands
+        for ``classes_[i]``.
     n_features_in_ : int
         Width of the feature space (of the vectorizer's, when fitted on text).
     tree_ : xmltree.label_tree.LabelTree
@@ -157,14 +173,16 @@ class LearnedTree(TopKEstimator):
 
     def _validate_params(self) -> dict:
         """Check every hyper-parameter, in one place, before any work; return them."""
-        for name, low in (("arity", 2), ("dim", 1), ("epochs", 1), ("n_tree_updates", 0),
-                          ("ngrams", 1), ("buckets", 1), ("min_count", 1)):
-            check_int(name, getattr(self, name), low)
+        for name, low, high in (("arity", 2, MAX_WIDTH), ("dim", 1, MAX_WIDTH),
+                                ("epochs", 1, MAX_EPOCHS), ("n_tree_updates", 0, MAX_EPOCHS),
+                                ("ngrams", 1, MAX_NGRAMS), ("buckets", 1, MAX_INDEX),
+                                ("min_count", 1, None)):
+            check_int(name, getattr(self, name), low, high)
         n_threads(self.n_jobs)
         if self.max_depth is not None:
-            check_int("max_depth", self.max_depth, 1)
+            check_int("max_depth", self.max_depth, 1, MAX_DEPTH)
         check_seed(self.random_state)
-        check_real("learning_rate", self.learning_rate, 0.0, strict=True)
+        check_real("learning_rate", self.learning_rate, 0.0, MAX_LEARNING_RATE, strict=True)
         check_choice("optimizer", self.optimizer, _OPTIMIZERS)
         check_choice("tree", self.tree, _TREES)
         check_choice("objective", self.objective, _OBJECTIVES)
@@ -186,6 +204,9 @@ class LearnedTree(TopKEstimator):
         elif fitting:
             self.vectorizer_ = None
         X = check_features(X, n_features=None if fitting else self.embeddings_.shape[0])
+        if X.shape[1] == 0:  # the kernels need an embedding row to point at
+            raise DataFormatError("X: has no features (for text: no word occurs min_count "
+                                  "times, and ngrams is 1)")
         if X.data.size and X.data.min() < 0:
             raise DataFormatError("X: feature values must be non-negative (counts or weights)")
         return X
@@ -193,29 +214,31 @@ class LearnedTree(TopKEstimator):
     def _encode_labels(self, y, n_samples: int, classes=None) -> sp.csr_matrix:
         """Map ``y`` to a CSR of label indices; sets ``classes_`` when fitting.
 
-        ``y`` is either one label per sample (any hashable values) or label
-        sets (indicator matrix or list of integer lists); rows with several
-        labels train on one of them, drawn anew at every visit. ``classes``
-        (the label values, or the number of label ids for label sets) may
-        add labels that never occur in ``y``.
+        ``y`` is either one label per sample (integers or strings) or label
+        sets (indicator matrix, list of integer lists, or lists of names, each
+        name counted once per row); rows with several labels train on one of
+        them, drawn anew at every visit. ``classes`` (the label values, or the
+        number of label ids for label sets) may add labels that never occur
+        in ``y``.
         """
         if _is_label_sets(y) and _has_named_labels(y):
             names = np.unique(np.asarray([label for row in y for label in row]))
-            self.classes_ = names if classes is None else np.unique(np.asarray(classes))
-            ids = [self._label_indices(np.asarray(list(row))) for row in y]
+            self.classes_ = names if classes is None else np.unique(_class_values(classes,
+                                                                                  "classes"))
+            ids = [self._label_indices(np.unique(np.asarray(list(row)))) for row in y]
             Y = check_labels(ids, n_samples=n_samples, n_labels=self.classes_.shape[0])
         elif _is_label_sets(y):
             n_labels = None if classes is None else int(classes)
             Y = check_labels(y, n_samples=n_samples, n_labels=n_labels)
             self.classes_ = np.arange(Y.shape[1], dtype=np.int64)
         else:
-            values = np.asarray(y)
+            values = _class_values(y, "y")
             if values.ndim != 1 or values.shape[0] != n_samples:
                 raise DataFormatError(f"y: expected {n_samples} labels, got shape {values.shape}")
             if classes is None:
                 self.classes_, codes = np.unique(values, return_inverse=True)
             else:
-                self.classes_ = np.unique(np.asarray(classes))
+                self.classes_ = np.unique(_class_values(classes, "classes"))
                 codes = self._label_indices(values)
             Y = sp.csr_matrix((np.ones(n_samples, dtype=np.float32), codes.astype(np.int32),
                                np.arange(n_samples + 1, dtype=np.int64)),
@@ -275,7 +298,11 @@ class LearnedTree(TopKEstimator):
         self.weights_ = np.zeros((self.tree_.n_nodes, self.tree_.arity, dim), dtype=np.float32)
         self.biases_ = np.zeros((self.tree_.n_nodes, self.tree_.arity), dtype=np.float32)
         self.train_loss_ = []
-        self._train(X, Y, int(seeds[2]))
+        try:
+            self._train(X, Y, int(seeds[2]))
+        except ValueError:
+            del self.tree_  # diverged: no half-trained model is left to save
+            raise
         return self
 
     def _initial_tree(self, n_labels: int, seed: int) -> LabelTree:
@@ -326,11 +353,23 @@ class LearnedTree(TopKEstimator):
                 self._model_arrays(), X, Y, order[lo:hi],
                 float(self.learning_rate), start / total, end / total, stats,
                 n_threads(self.n_jobs), seed ^ (start * 0x9E3779B9 + 1), squares)
+            if not np.isfinite(loss):
+                self._diverged(f"examples {start}-{end} of {total}")
             self.train_loss_.append(loss / max(hi - lo, 1))
             logger.info("examples %d-%d of %d: mean path NLL %.4f", start, end, total,
                         self.train_loss_[-1])
             if update:
                 stats, squares = self._update_tree(stats, squares)
+        # The last steps may have overflowed parameters no loss has read yet.
+        if not all(np.all(np.isfinite(values)) for values in self._model_arrays()[:3]):
+            self._diverged("the last steps")
+
+    def _diverged(self, where: str) -> None:
+        """Stop a training run whose parameters became NaN or infinite."""
+        raise ValueError(
+            f"LearnedTree training diverged (NaN or infinite parameters in {where}) with "
+            f"optimizer={self.optimizer!r}, learning_rate={self.learning_rate}: lower "
+            "learning_rate" + (", or use optimizer='adagrad'" if self.optimizer == "sgd" else ""))
 
     def _new_stats(self) -> tuple[np.ndarray, np.ndarray]:
         shape = (self.tree_.n_labels, self.tree_.max_depth)
@@ -405,7 +444,7 @@ class LearnedTree(TopKEstimator):
         """
         warn_renamed("LearnedTree.predict_topk", "predict_top_k")
         self._check_fitted()
-        k = check_int("k", k, 1, self.tree_.n_labels)
+        k = check_k(k, self.tree_.n_labels)
         return self._top_k_indices(self._validate_X(X), k)
 
     def predict(self, X, k: int = 1) -> np.ndarray:
@@ -501,6 +540,8 @@ class LearnedTree(TopKEstimator):
                 raise ValueError("parameter shapes disagree with the tree")
             if embeddings.shape[1] != model.dim or n_nodes < 1:
                 raise ValueError("embedding dimension disagrees with dim")
+            if embeddings.shape[0] < 1:
+                raise ValueError("embeddings must have a row per feature, at least one")
             for name, values in (("embeddings", embeddings), ("weights", weights),
                                  ("biases", biases)):
                 if not np.all(np.isfinite(values)):
@@ -512,6 +553,7 @@ class LearnedTree(TopKEstimator):
             if params.get("has_vectorizer"):
                 vec_arrays = {k[len("vectorizer_"):]: v for k, v in arrays.items()
                               if k.startswith("vectorizer_")}
+                _check_vectorizer_params(params["vectorizer"], model)
                 model.vectorizer_ = TextVectorizer._from_state(params["vectorizer"], vec_arrays)
                 if model.vectorizer_.n_features_ != embeddings.shape[0]:
                     raise ValueError("vocabulary size disagrees with the embeddings")
@@ -609,6 +651,44 @@ def _array(arrays: dict, name: str, dtype, ndim: int) -> np.ndarray:
     if value.dtype != dtype or value.ndim != ndim:
         raise ValueError(f"{name} must be a {ndim}-D {np.dtype(dtype).name} array")
     return np.ascontiguousarray(value)
+
+
+def _check_vectorizer_params(params, model: LearnedTree) -> None:
+    """A stored vectorizer's settings must be the model's own (which are checked)."""
+    same = isinstance(params, dict) and isinstance(params.get("lowercase"), bool) and all(
+        is_int(params.get(name)) and params[name] == getattr(model, name)
+        for name in ("ngrams", "buckets", "min_count"))
+    if not same:
+        raise ValueError("the text vectorizer's settings disagree with the model's ngrams, "
+                         "buckets and min_count")
+
+
+def _class_values(values, what: str) -> np.ndarray:
+    """``values`` as an array of class labels that model files keep as they are.
+
+    Integers (any integer dtype that fits int64, or floats with integral
+    values) become int64, text stays text; anything else (NaN, 1.5, bools,
+    other objects) is refused rather than changed on saving.
+
+    Raises
+    ------
+    DataFormatError
+        Naming `what` and the first value that is not a class label.
+    """
+    values = np.asarray(values)
+    kind = values.dtype.kind
+    if kind in "US" or (kind == "O" and all(isinstance(v, str) for v in values.flat)):
+        return values.astype(str)
+    if kind in "iuf" and values.size:
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(values) | (values != np.round(values)) | (np.abs(values) >= 2.0**63)
+        if np.any(bad):
+            raise DataFormatError(f"{what}: class labels must be integers or strings, got "
+                                  f"{values[bad][0]!r}")
+    if kind not in "iuf":
+        raise DataFormatError(f"{what}: class labels must be integers or strings, got dtype "
+                              f"{values.dtype}")
+    return values.astype(np.int64)
 
 
 def _load_classes(params: dict, arrays: dict) -> np.ndarray:

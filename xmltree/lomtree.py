@@ -21,6 +21,10 @@ import math
 import numpy as np
 
 from ._base import (
+    MAX_EPOCHS,
+    MAX_LEARNING_RATE,
+    MAX_NODES,
+    MAX_WIDTH,
     TopKEstimator,
     check_choice,
     check_int,
@@ -54,20 +58,23 @@ class LOMTree(TopKEstimator):
     Parameters
     ----------
     max_internal_nodes : int, optional
-        Budget T of internal nodes (each holds one linear regressor). Defaults
-        to ``n_classes - 1``, enough for one leaf per class.
+        Budget T of internal nodes (each holds one linear regressor), below
+        ``2**30``. Defaults to ``n_classes - 1``, enough for one leaf per
+        class. Memory is reserved for T nodes but used as they grow.
     swap_resistance : float, default=4
         RS of Inequality 2: a leaf may recycle the smallest leaf of the tree
         when ``C_j - max_y l_j(y) > RS * (C_root + 1)``. Lemma 3 bounds the
         number of times a node is recycled by log2 of the stream length when
-        RS >= 4.
+        RS >= 4. Below 1 the smallest leaf itself may qualify; it cannot
+        recycle itself, so it waits (as a leaf below the root does).
     epochs : int, default=1
-        Passes over the data made by :meth:`fit`.
+        Passes over the data made by :meth:`fit`, at most 10,000.
     optimizer : {"nag", "sgd"}, default="nag"
         Online update of the node regressors: normalized adaptive gradient
         (Ross et al., 2013) or plain stochastic gradient descent.
     learning_rate : float, default=0.5
-        Step size of the node regressors.
+        Step size of the node regressors, at most ``1e6``. Training that
+        diverges to infinite or NaN scores stops with a ``ValueError``.
     loss : {"hinge", "logistic"}, default="hinge"
         Loss of the node regressors against their binary target. ``"hinge"``
         is what Vowpal Wabbit's ``--log_multi`` uses (its quantile loss on
@@ -83,7 +90,7 @@ class LOMTree(TopKEstimator):
         histograms, each leaf weighted by its probability. 1 follows the
         single path of the score signs, as in the paper and Vowpal Wabbit; a
         prediction evaluates at most about ``beam_width * depth`` regressors.
-        Training is not affected.
+        Training is not affected. At most ``2**16``.
     beam_scale : float, default=2.0
         The scale c of the beam's routing probabilities: larger values trust
         the sign of each node's score more. Dividing the score by the node's
@@ -95,8 +102,9 @@ class LOMTree(TopKEstimator):
         from ``random_state``. :meth:`partial_fit` always keeps the order.
     n_jobs : int or None, default=1
         Threads used for prediction (training is sequential by nature), with
-        joblib's convention: ``None`` means 1, ``-1`` all cores. Results do
-        not depend on it.
+        joblib's convention: ``None`` means 1, ``-1`` all cores; at most
+        ``2**16`` in absolute value, and at most twice the cores are started.
+        Results do not depend on it.
     random_state : int or None, default=None
         Seed of the shuffling order; unused when ``shuffle`` is False.
 
@@ -146,11 +154,11 @@ class LOMTree(TopKEstimator):
             Naming the first invalid hyper-parameter.
         """
         if self.max_internal_nodes is not None:
-            check_int("max_internal_nodes", self.max_internal_nodes, 1, 2**30 - 1)
+            check_int("max_internal_nodes", self.max_internal_nodes, 1, MAX_NODES - 1)
         check_real("swap_resistance", self.swap_resistance, 0.0, strict=False)
-        check_int("epochs", self.epochs, 1)
+        check_int("epochs", self.epochs, 1, MAX_EPOCHS)
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
-        check_real("learning_rate", self.learning_rate, 0.0, strict=True)
+        check_real("learning_rate", self.learning_rate, 0.0, MAX_LEARNING_RATE, strict=True)
         check_choice("loss", self.loss, LOSSES)
         self._beam()
         check_choice("shuffle", self.shuffle, (True, False))
@@ -174,9 +182,31 @@ class LOMTree(TopKEstimator):
         self.n_features_in_ = int(X.shape[1])
         n_classes = self.classes_.shape[0]
         self.max_internal_nodes_ = int(self.max_internal_nodes or max(1, n_classes - 1))
-        self._builder = LOMTreeBuilder(self.n_features_in_, n_classes, self.max_internal_nodes_,
-                                       float(self.swap_resistance), self.optimizer,
-                                       float(self.learning_rate), self.loss)
+        try:
+            self._builder = LOMTreeBuilder(self.n_features_in_, n_classes,
+                                           self.max_internal_nodes_, float(self.swap_resistance),
+                                           self.optimizer, float(self.learning_rate), self.loss)
+        except MemoryError as exc:
+            raise ValueError(
+                f"max_internal_nodes={self.max_internal_nodes_}: the node budget cannot be "
+                f"reserved for {self.n_features_in_} features on this machine (it needs "
+                f"{_budget_gib(self.max_internal_nodes_, self.n_features_in_):.0f} GiB of "
+                "address space); give a smaller max_internal_nodes") from exc
+
+    def _learn(self, X, encoded: np.ndarray, order: np.ndarray) -> None:
+        """Train on rows ``order`` of checked ``X``; refuse a diverged tree.
+
+        Raises
+        ------
+        ValueError
+            If the regressors diverged to infinite or NaN scores; the model
+            is then unfitted (its tree is lost).
+        """
+        self._builder.learn(X, encoded, order)
+        if not self._builder.is_finite():
+            self._builder = None
+            raise ValueError(f"LOMTree training diverged (infinite or NaN regressor scores) "
+                             f"with learning_rate={self.learning_rate}: lower learning_rate")
 
     def fit(self, X, y) -> LOMTree:
         """Grow a new tree on ``(X, y)`` with ``epochs`` passes.
@@ -200,12 +230,11 @@ class LOMTree(TopKEstimator):
         encoded = _encode(classes, labels)
         self._start(X, classes)
         n = X.shape[0]
-        if self.shuffle:
-            rng = np.random.default_rng(self.random_state)
-            order = np.concatenate([rng.permutation(n) for _ in range(self.epochs)])
-        else:
-            order = np.tile(np.arange(n, dtype=np.int64), self.epochs)
-        self._builder.learn(X, encoded, order)
+        rng = np.random.default_rng(self.random_state)
+        # One epoch at a time: the visiting order is never epochs x n long.
+        for _ in range(self.epochs):
+            order = rng.permutation(n) if self.shuffle else np.arange(n, dtype=np.int64)
+            self._learn(X, encoded, order)
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("LOMTree fitted: %s", self.tree_statistics())
         return self
@@ -241,7 +270,7 @@ class LOMTree(TopKEstimator):
                                                           self.classes_):
                 raise ValueError("classes differ from those of the first partial_fit call")
             encoded = _encode(self.classes_, labels)
-        self._builder.learn(X, encoded, np.arange(X.shape[0], dtype=np.int64))
+        self._learn(X, encoded, np.arange(X.shape[0], dtype=np.int64))
         return self
 
     # ------------------------------------------------------------------ prediction
@@ -295,7 +324,7 @@ class LOMTree(TopKEstimator):
 
         Checked at every prediction too: both may be changed on a fitted model.
         """
-        check_int("beam_width", self.beam_width, 1, 2**16)
+        check_int("beam_width", self.beam_width, 1, MAX_WIDTH)
         check_real("beam_scale", self.beam_scale, 0.0, strict=True)
         return int(self.beam_width), float(self.beam_scale)
 
@@ -388,7 +417,7 @@ class LOMTree(TopKEstimator):
             if classes.shape[0] != sizes["n_classes"]:
                 raise ValueError("classes disagree with n_classes")
             checked = _check_tree_arrays(arrays, sizes)
-            builder = builder_from_state(
+            builder = _builder_from_state(
                 {"n_features": sizes["n_features"], "n_classes": sizes["n_classes"],
                  "max_internal_nodes": sizes["effective_max_internal_nodes"],
                  "swap_resistance": float(model.swap_resistance),
@@ -482,6 +511,9 @@ def _check_targets(y, n_samples: int | None) -> np.ndarray:
             raise DataFormatError("y: class labels must be integers")
     elif labels.dtype.kind not in "iub":
         raise DataFormatError(f"y: class labels must be integers, got dtype {labels.dtype}")
+    # Converted to int64 below, which must not wrap (uint64 2**63 would become negative).
+    if labels.dtype.kind in "uf" and labels.size and np.abs(labels).max() >= 2.0**63:
+        raise DataFormatError(f"y: class label {np.abs(labels).max()} is beyond the int64 range")
     return labels.astype(np.int64)
 
 
@@ -523,6 +555,25 @@ def _node_reached(state: dict) -> np.ndarray:
     cumulative = np.concatenate(([0], np.cumsum(state["stats_reached"])))
     ptr = state["stats_ptr"]
     return cumulative[ptr[1:]] - cumulative[ptr[:-1]]
+
+
+def _budget_gib(n_nodes: int, n_features: int) -> float:
+    """GiB of address space reserved for the regressors of `n_nodes` internal nodes."""
+    return 3 * 8 * n_nodes * (n_features + 1) / 2**30
+
+
+def _builder_from_state(params: dict, arrays: dict):
+    """:func:`builder_from_state`, with a budget this machine cannot reserve a format error."""
+    try:
+        return builder_from_state(params, arrays)
+    except MemoryError as exc:
+        # The budget is a count the file's arrays cannot confirm (a tree may
+        # use fewer nodes); it is believed only as far as it can be reserved.
+        raise ModelFormatError(
+            f"invalid lomtree model (its node budget of {params['max_internal_nodes']} over "
+            f"{params['n_features']} features, "
+            f"{_budget_gib(params['max_internal_nodes'], params['n_features']):.0f} GiB, "
+            "cannot be reserved)") from exc
 
 
 def _typed(arrays: dict, name: str, dtype, ndim: int) -> np.ndarray:

@@ -73,7 +73,6 @@ Examples
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -81,11 +80,13 @@ import scipy.sparse as sp
 
 from . import _rerank
 from ._base import (
+    MAX_INDEX,
     Estimator,
     TopKEstimator,
     check_bool,
     check_choice,
     check_int,
+    check_k,
     check_real,
     estimator_class,
     label_id_count,
@@ -121,6 +122,20 @@ METHODS = ("geometric", "linear")
 
 #: Tail scorers accepted by :class:`Reranker` (``tail_scorer``).
 TAIL_SCORERS = ("centroid", "ridge", "logistic")
+
+#: Largest ``propensity_exponent``. Tuned values are 0.25 to 2; inverse
+#: propensities reach a few tens, and to this power still leave blended
+#: scores far inside float32 (1e6 made every score infinite).
+MAX_PROPENSITY_EXPONENT = 10.0
+
+#: Ranges of the propensity model's constants: the published ones are
+#: A = 0.5-0.6 and B = 0.4-2.6; far beyond, ``(B + 1)**A`` overflows.
+PROPENSITY_A_RANGE = (0.0, 10.0)
+PROPENSITY_B_RANGE = (0.0, 100.0)
+
+#: Blended scores are reported at most this large (float32's largest), so
+#: that they stay finite in every dtype; the ranking itself is made before.
+_MAX_SCORE = float(np.finfo(np.float32).max)
 
 # ----------------------------------------------------------------------------- parameters
 
@@ -185,23 +200,27 @@ def _blend_and_rank(labels, scores, log_tail, method, alpha, beta, k=None, log_w
     """Blend validated base scores with log tail scores; return the ranked (top `k`).
 
     `log_weights`, if given, holds the log of a positive factor per candidate
-    (the label's weight) that multiplies its blended score.
+    (the label's weight) that multiplies its blended score. Blended scores
+    are capped at ``_MAX_SCORE``: huge label weights (inverse propensities of
+    extreme ``propensity_a``, ``propensity_b``) overflow them otherwise.
     """
-    if method == "geometric":
-        # 0 * (-inf) would be NaN: a zero weight must silence its factor.
-        tail_term = np.zeros_like(log_tail) if alpha == 1.0 else (1.0 - alpha) * log_tail
-        keys = _weighted_log(alpha, scores) + tail_term
-        if log_weights is not None:
-            keys += log_weights
-        blended = np.exp(keys)
-    else:
-        blended = beta * scores + (1.0 - beta) * np.exp(log_tail)
-        if log_weights is not None:
-            blended *= np.exp(log_weights)
-        keys = blended
+    with np.errstate(over="ignore"):  # capped below
+        if method == "geometric":
+            # 0 * (-inf) would be NaN: a zero weight must silence its factor.
+            tail_term = np.zeros_like(log_tail) if alpha == 1.0 else (1.0 - alpha) * log_tail
+            keys = _weighted_log(alpha, scores) + tail_term
+            if log_weights is not None:
+                keys += log_weights
+            blended = np.exp(keys)  # ranked by the keys: exact even where this overflows
+        else:
+            blended = beta * scores + (1.0 - beta) * np.exp(log_tail)
+            if log_weights is not None:
+                blended *= np.exp(log_weights)
+            keys = blended
     keys[labels < 0] = -np.inf
     order = _rerank.rank_candidates(labels, keys, -1 if k is None else k)
-    return _take_ranked(labels, blended, order, k)
+    ranked_labels, ranked_scores = _take_ranked(labels, blended, order, k)
+    return ranked_labels, np.minimum(ranked_scores, _MAX_SCORE, out=ranked_scores)
 
 
 def rerank(
@@ -306,7 +325,8 @@ class Reranker(Estimator):
     n_candidates : int, default=100
         How many of the base model's top candidates to re-rank; callers
         should ask the base model for this many, and more are cut to the
-        best ``n_candidates`` by base score.
+        best ``n_candidates`` by base score. At most ``2**31 - 1``; a learner
+        is never asked for more candidates than it has labels.
     feature_weighting : {"idf", "none"}, default="idf"
         Feature weighting of the tail classifier (see :class:`TailScorer`).
     unit_centroids : bool, default=True
@@ -322,13 +342,15 @@ class Reranker(Estimator):
     logistic_penalty : float > 0, default=1.0
         L2 penalty on the weights of the logistic tail scorer (unused by the
         others).
-    propensity_exponent : float >= 0, default=0.25
+    propensity_exponent : float in [0, 10], default=0.25
         ``lambda``: each blended score is multiplied by the label's inverse
         propensity ``q_l**lambda``; 0 turns this off, 1 ranks by
         ``p_l q_l`` (the expected-PSP ranking when ``p_l`` is a probability).
+        Blended scores are reported at most float32's largest value.
     propensity_a, propensity_b : float, default=0.55, 1.5
         Constants of the propensity model fitted on the training labels
-        (:func:`xmltree.metrics.inverse_propensity`; see its presets).
+        (:func:`xmltree.metrics.inverse_propensity`; see its presets), A in
+        [0, 10] and B in (0, 100].
 
     Attributes
     ----------
@@ -401,7 +423,7 @@ class Reranker(Estimator):
         return {
             "method": method, "alpha": alpha, "beta": beta,
             "gamma": check_real("gamma", self.gamma, 0.0, strict=True),
-            "n_candidates": check_int("n_candidates", self.n_candidates, 1),
+            "n_candidates": check_int("n_candidates", self.n_candidates, 1, MAX_INDEX),
             "feature_weighting": check_choice("feature_weighting", self.feature_weighting,
                                               FEATURE_WEIGHTINGS),
             "unit_centroids": check_bool("unit_centroids", self.unit_centroids),
@@ -410,9 +432,10 @@ class Reranker(Estimator):
             "logistic_penalty": check_real("logistic_penalty", self.logistic_penalty, 0.0,
                                            strict=True),
             "propensity_exponent": check_real("propensity_exponent", self.propensity_exponent,
-                                              0.0),
-            "propensity_a": check_real("propensity_a", self.propensity_a, -math.inf),
-            "propensity_b": check_real("propensity_b", self.propensity_b, 0.0, strict=True),
+                                              0.0, MAX_PROPENSITY_EXPONENT),
+            "propensity_a": check_real("propensity_a", self.propensity_a, *PROPENSITY_A_RANGE),
+            "propensity_b": check_real("propensity_b", self.propensity_b, *PROPENSITY_B_RANGE,
+                                       strict=True),
         }
 
     def fit(self, X, Y, n_labels: int | None = None) -> Reranker:
@@ -437,9 +460,17 @@ class Reranker(Estimator):
     def _fit(self, X: sp.csr_matrix, Y: sp.csr_matrix) -> Reranker:
         """:meth:`fit` on checked data (the path of the estimators that re-rank)."""
         params = self._validate_params()
+        inverse_propensity = _propensity_weights(Y, params["propensity_a"],
+                                                 params["propensity_b"])
+        # Checked as the loader checks them: a fit never makes an unloadable model.
+        if not (np.all(np.isfinite(inverse_propensity)) and np.all(inverse_propensity > 0)):
+            raise ValueError(
+                f"propensity_a={params['propensity_a']} and propensity_b="
+                f"{params['propensity_b']} give inverse propensities that are not finite and "
+                f"positive on these {Y.shape[0]} training rows (the propensity model needs "
+                "at least two rows, and moderate constants)")
         self.scorer_ = _new_scorer(params)._fit(X, Y)
-        self.inverse_propensity_ = _propensity_weights(Y, params["propensity_a"],
-                                                       params["propensity_b"])
+        self.inverse_propensity_ = inverse_propensity
         return self
 
     def rerank_predictions(self, X, labels, scores, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
@@ -454,7 +485,7 @@ class Reranker(Estimator):
         scores : array-like of shape (n_samples, n_candidates)
             The base model's scores (non-negative for the geometric blend).
         k : int, default=5
-            Number of labels to return per row.
+            Number of labels to return per row, capped at the number of labels.
 
         Returns
         -------
@@ -475,7 +506,7 @@ class Reranker(Estimator):
         """:meth:`rerank_predictions` of checked points (the candidates are checked here)."""
         labels = _check_candidate_labels(labels, self.scorer_.n_labels_)
         check_rows_match(X, labels)
-        k = check_int("k", k, 1)
+        k = check_k(k, self.scorer_.n_labels_)
         # Blend settings may have been changed with set_params since fit.
         params = self._validate_params()
         method, alpha, beta = params["method"], params["alpha"], params["beta"]
@@ -788,8 +819,11 @@ class Reranked(TopKEstimator):
             if name.startswith(ESTIMATOR_PREFIX)})
         reranker = Reranker._from_state(reranker_params, arrays)
         scorer = reranker.scorer_
-        if (scorer.n_features_ != estimator.n_features_in_
-                or scorer.n_labels_ < label_id_count(estimator)):
+        try:
+            n_labels = label_id_count(estimator)
+        except ValueError as exc:  # a learner whose classes are not label ids
+            raise ModelFormatError(f"re-ranked model: {exc}") from None
+        if scorer.n_features_ != estimator.n_features_in_ or scorer.n_labels_ < n_labels:
             raise ModelFormatError("re-ranked model: the re-ranker does not match the learner's "
                                    "features or labels")
         model = cls(estimator, Reranker(**reranker.get_params()))
@@ -801,9 +835,10 @@ def rerank_top_k(estimator: TopKEstimator, reranker: Reranker, X,
                  k: int) -> tuple[np.ndarray, np.ndarray]:
     """The top `k` of a fitted learner's candidates for checked samples, re-ranked.
 
-    The learner proposes ``max(k, reranker.n_candidates)`` candidates.
+    The learner proposes ``max(k, reranker.n_candidates)`` candidates, at
+    most as many as it has labels.
     """
-    n_candidates = max(k, reranker.n_candidates)
+    n_candidates = check_k(max(k, reranker.n_candidates), estimator._n_outputs())
     labels, scores = estimator._predict_top_k(X, n_candidates)
     return reranker._rerank(X, labels, scores, k)
 

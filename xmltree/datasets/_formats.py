@@ -48,7 +48,7 @@ from .._atomic import atomic_write
 from .._base import check_int
 from .._validation import check_features, check_labels, make_csr
 from ..exceptions import DataFormatError
-from ._checks import MAX_DIMENSION, check_dimension, check_storable_ids
+from ._checks import MAX_DIMENSION, check_dimension
 from ._parse import ParseErrorCode, parse_sparse_rows
 
 __all__ = ["read_xc", "write_xc", "read_xc_split", "read_bow_pair", "read_libsvm", "read_arff"]
@@ -314,8 +314,8 @@ def write_xc(path, X, Y) -> None:
         If ``X`` or ``Y`` is invalid, their row counts differ, or they have
         more columns than 32-bit ids can number.
     """
-    check_storable_ids(X, "X")
-    check_storable_ids(Y, "Y")
+    # The checks refuse ids beyond int32 before converting them: nothing is
+    # written wrapped (2**32 + 1 as 1).
     X = _without_stored_zeros(check_features(X))
     Y = check_labels(Y, n_samples=X.shape[0])
     with atomic_write(path, "w", encoding="ascii", newline="\n") as handle:

@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from .._validation import check_csr_structure, check_features
 from ..exceptions import DataFormatError
-from ._checks import MAX_DIMENSION, check_storable_ids
+from ._checks import MAX_DIMENSION
 
 __all__ = ["write_csr_npy", "open_csr_npy"]
 
@@ -53,7 +53,7 @@ def write_csr_npy(directory, matrix) -> None:
         If ``matrix`` is not a valid finite 2-D matrix, or has more columns
         than the int32 indices can number.
     """
-    check_storable_ids(matrix, "matrix")
+    # check_features refuses ids beyond int32 before converting them.
     matrix = check_features(matrix, what="matrix")
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

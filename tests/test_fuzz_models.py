@@ -1,0 +1,50 @@
+"""Model files, hyper-parameters and the command line, fuzzed: a clear error or a working model.
+
+Runs the properties of ``tools/fuzz_models.py`` (see its docstring) on a small
+derandomized budget, so CI tries the same cases every time;
+``python tools/fuzz_models.py --examples N --seed S`` runs deeper.
+"""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+#: Cases per kind of surface: the whole file runs in about twenty seconds.
+EXAMPLES = {"file": 150, "params": 60, "cli": 40}
+
+
+def load_script(name):
+    """Import a script of ``tools/``, which is not a package."""
+    path = Path(__file__).resolve().parents[1] / "tools" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    # Registered first: dataclasses look their module up while it executes.
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+fuzz_models = load_script("fuzz_models")
+
+
+@pytest.mark.parametrize("surface", fuzz_models.surfaces(), ids=lambda surface: surface.name)
+def test_hostile_input_gives_a_clear_error_or_a_working_model(surface):
+    examples = EXAMPLES[surface.name.split("_")[0]]
+    counts = fuzz_models.fuzz(surface, examples)
+    assert sum(counts.values()) >= examples
+    # Both outcomes must occur, or the cases no longer reach what they test.
+    assert len(counts) >= 2, counts
+
+
+def test_damage_reaches_json_values_and_arrays():
+    meta = {"params": {"n_trees": 2, "reranker": {"alpha": 0.5}}}
+    paths = fuzz_models.json_paths(meta)
+    assert ("params", "reranker", "alpha") in paths and len(paths) == 5
+    fuzz_models.mutate_json(meta, 1, "<delete>", "lomtree")  # the second path: n_trees
+    assert meta == {"params": {"reranker": {"alpha": 0.5}}}
+    arrays = {"a": fuzz_models.np.arange(3), "b": fuzz_models.np.zeros(2)}
+    fuzz_models.mutate_array(arrays, 0, "value", 1, -1, None)
+    fuzz_models.mutate_array(arrays, 1, "delete", 0, 0, None)
+    assert arrays["a"].tolist() == [0, -1, 2] and "b" not in arrays
