@@ -88,10 +88,11 @@ class LdSM(TopKEstimator):
         make the histograms local (neighbour-like) and the candidate labels
         precise; on the Amazon-670K shape at scale 0.1 they raise P@1 by
         more than 20 points over 1000-node trees (``benchmarks/README.md``).
-    epochs : int, default=5
+    epochs : int, default=3
         Passes over a node's examples when training its regressors, >= 1
-        (the paper uses 20; with linear leaves, 5 rank as well on held-out
-        rows and train 3-4 times faster).
+        (the paper uses 20; with linear leaves, 3 rank as well as 5 or 20 on
+        held-out rows of the development sets and train several times
+        faster; ``benchmarks/README.md``).
     lambda1 : float, default=2.0
         Weight of the purity term of the node objective, >= 0.
     lambda2 : float, default=1.0
@@ -240,7 +241,7 @@ class LdSM(TopKEstimator):
 
     _KIND = "ldsm"
 
-    def __init__(self, n_trees=10, arity=2, max_nodes=None, epochs=5, lambda1=2.0,
+    def __init__(self, n_trees=10, arity=2, max_nodes=None, epochs=3, lambda1=2.0,
                  lambda2=1.0, optimizer="nag", learning_rate=0.1, routing="margin",
                  weight_threshold=0.05, leaf_scores="frequency", leaf_aggregation="mean",
                  leaf_model="linear", C=0.35, n_candidates=200, histogram_weight=0.3,
