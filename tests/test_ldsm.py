@@ -634,3 +634,25 @@ def test_reranked_predictions_come_from_the_candidates_and_survive_save_load(rng
     for a, b in zip(model.predict(X_test, k=3, rerank=True),
                     loaded.predict(X_test, k=3, rerank=True)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_diverging_fit_is_refused_naming_the_step(monkeypatch):
+    from xmltree import ldsm
+
+    real_build = ldsm._build_trees
+
+    def diverged(*args):
+        trees = real_build(*args)
+        trees[0]["bias"][...] = np.inf
+        return trees
+    monkeypatch.setattr(ldsm, "_build_trees", diverged)
+    X, labels, _ = clustered_problem(np.random.default_rng(0), 60)
+    with pytest.raises(ValueError, match="learning_rate"):
+        LdSM(**FAST).fit(X, labels)
+
+
+def test_fit_reports_the_seconds_of_its_phases():
+    X, labels, _ = clustered_problem(np.random.default_rng(1), 80)
+    model = LdSM(n_trees=2, max_nodes=7, epochs=1, rerank=True, random_state=0).fit(X, labels)
+    assert list(model.fit_seconds_) == ["scaling", "trees", "linear_leaves", "reranker"]
+    assert all(seconds >= 0 for seconds in model.fit_seconds_.values())

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import warnings
 
 import joblib
@@ -231,6 +232,10 @@ class LdSM(TopKEstimator):
         Their biases.
     reranker_ : xmltree.rerank.Reranker or None
         The tail-label re-ranker when fitted with ``rerank`` set.
+    fit_seconds_ : dict of str to float
+        Wall-clock seconds of each phase of the last :meth:`fit`
+        (``"scaling"``, ``"trees"``, ``"linear_leaves"``, ``"reranker"``);
+        not saved with the model.
 
     Examples
     --------
@@ -351,8 +356,10 @@ class LdSM(TopKEstimator):
         if X.shape[1] == 0:
             raise DataFormatError("X: has no features")
         X, Y = _drop_unlabelled(X, Y)
+        clock = _PhaseClock()
         scaler = FeatureScaler(params["feature_scaling"]).fit(X)
         X = scaler.transform(X)
+        clock.lap("scaling")
         if params["weight_threshold"] is None:
             params["weight_threshold"] = 1.0 / X.shape[1]
         if params["max_nodes"] is None:
@@ -363,17 +370,23 @@ class LdSM(TopKEstimator):
         seed_sequence = np.random.SeedSequence(params["random_state"])
         seeds = seed_sequence.generate_state(first + params["n_trees"], dtype=np.uint64)[first:]
         trees = _build_trees(X, Y, params, seeds)
+        _check_trees_finite(trees, params["learning_rate"])
         # fit owns the trees: the forest may take their arrays as it copies them.
         self._set_trees(trees, X.shape[1], Y.shape[1], release=True, check_trees=False)
         self.scaler_ = scaler
+        clock.lap("trees")
         if params["leaf_model"] == "linear":
             label_seed = seed_sequence.spawn(1)[0].generate_state(1, dtype=np.uint64)[0]
             self._set_linear_leaves(*fit_linear_leaves(
                 self._forest, X, Y, C=params["C"], n_candidates=params["n_candidates"],
                 seed=int(label_seed), n_threads=n_threads(params["n_jobs"])))
+            clock.lap("linear_leaves")
         reranker = make_reranker(params["rerank"])
         if reranker is not None:
             self.reranker_ = reranker._fit(X, Y)
+            clock.lap("reranker")
+        self.fit_seconds_ = clock.seconds
+        logger.info("LdSM fit, seconds by phase: %s", clock.seconds)
         return self
 
     def _set_trees(self, trees: list[dict], n_features: int, n_labels: int,
@@ -847,6 +860,14 @@ def auto_node_budget(n_samples: int, arity: int) -> int:
     return int(min((arity * n_leaves - 1) // (arity - 1), MAX_AUTO_NODES))
 
 
+def _check_trees_finite(trees: list[dict], learning_rate: float) -> None:
+    """Refuse regressors that diverged: a fit must not make a model its loader refuses."""
+    for tree in trees:
+        if not (np.all(np.isfinite(tree["weight_values"])) and np.all(np.isfinite(tree["bias"]))):
+            raise ValueError(f"LdSM training diverged (non-finite regressor weights) with "
+                             f"learning_rate={learning_rate!r}; use a smaller learning_rate")
+
+
 def _warn_unless_lemma_2_holds(arity: int, lambda1: float, lambda2: float) -> None:
     """Warn when ``lambda2 / lambda1 > arity - 3`` (Lemma 2 of the paper) fails.
 
@@ -902,6 +923,19 @@ def _share_forest_arrays(forest: Forest, trees: list[dict]) -> list[dict]:
             array.flags.writeable = False
         views.append(view)
     return views
+
+
+class _PhaseClock:
+    """Wall-clock seconds of the consecutive phases of a fit."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.seconds[phase] = round(now - self._last, 6)
+        self._last = now
 
 
 class _Progress:
