@@ -55,7 +55,8 @@ def run_ldsm(data, n_trees, params, n_jobs, timer):
     with timer("predict"):
         labels, _ = model.predict(X_test, k=5, rerank="rerank" in params)
     return labels, {"max_depth": int(np.max(model.depth_)),
-                    "mean_nodes": float(np.mean(model.n_nodes_))}
+                    "mean_nodes": float(np.mean(model.n_nodes_)),
+                    "fit_seconds": model.fit_seconds_}
 
 
 def run_napkinxc(data, kind, n_jobs, timer):
@@ -118,6 +119,14 @@ def print_markdown(results: dict) -> None:
                 f"{100 * r[key]:.2f}" for key in ("P@1", "P@3", "P@5", "PSP@5"))
                 + f" | {r['train_s']:.2f} | {r['predict_ms_per_example']:.3f}"
                 f" | {r['peak_rss_mb']:.0f} |")
+    print("\n| data | LdSM fit seconds by phase | nodes per tree | depth |")
+    print("|---|---|---|---|")
+    for dataset, rows in results.items():
+        for r in rows:
+            if r["model"] == "ldsm":
+                phases = ", ".join(f"{name} {seconds:.2f}"
+                                   for name, seconds in r["fit_seconds"].items())
+                print(f"| {dataset} | {phases} | {r['mean_nodes']:.0f} | {r['max_depth']} |")
 
 
 def print_table(dataset: str, rows: list[tuple[str, dict]]) -> None:
