@@ -68,6 +68,7 @@ cdef class NodeTrainer:
                                           # budget (D reserved)
 
     cdef int start_node(self, const index_t* rows, index_t n_rows) except -1 nogil
+    cdef void sort_node_features(self) noexcept nogil
     cdef void train_node(self, const index_t* rows, index_t n_rows, float64_t* trace,
                          index_t* directions) noexcept nogil
     cdef index_t train_example(self, index_t row, float64_t* chosen_objective) noexcept nogil

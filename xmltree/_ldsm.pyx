@@ -71,6 +71,12 @@ cnp.import_array()
 cdef float64_t TIE_TOLERANCE = 1e-12
 #: Width of the uniform interval the initial biases are drawn from.
 cdef float64_t INIT_BIAS_SPREAD = 0.02
+
+#: A node lists its features by scanning all D flags, rather than sorting
+#: them, once it has more than D / SCAN_FACTOR of them (about where log2 F
+#: comparisons per feature cost more than D / F flag reads).
+cdef offset_t SCAN_FACTOR = 8
+
 _OPTIMIZERS = {"sgd": OPTIMIZER_SGD, "nag": OPTIMIZER_NAG}
 
 
@@ -160,7 +166,7 @@ cdef class NodeTrainer:
                 if self.label_slot[label] < 0:
                     self.label_slot[label] = self.node_labels.size()
                     self.node_labels.push_back(label)
-        sort(self.node_features.begin(), self.node_features.end())
+        self.sort_node_features()
         self.label_count.assign(self.node_labels.size(), 0)
         self.label_prob.assign(self.node_labels.size() * self.settings.arity, 0.0)
         self.total_count = 0
@@ -169,6 +175,22 @@ cdef class NodeTrainer:
             self.regressors[m].weights[self.X.n_cols] = (
                 (rng_uniform(&self.rng) - 0.5) * INIT_BIAS_SPREAD)
         return 0
+
+    cdef void sort_node_features(self) noexcept nogil:
+        """Put ``node_features`` in increasing order.
+
+        Near the root most features are present, and re-reading them from the
+        ``feature_seen`` flags in id order (one linear pass over D bytes) is
+        several times cheaper than a comparison sort of F log F steps.
+        """
+        cdef index_t j, n_present = <index_t>self.node_features.size()
+        if <offset_t>n_present * SCAN_FACTOR < self.X.n_cols:
+            sort(self.node_features.begin(), self.node_features.end())
+            return
+        self.node_features.clear()
+        for j in range(self.X.n_cols):
+            if self.feature_seen[j]:
+                self.node_features.push_back(j)
 
     cdef void train_node(self, const index_t* rows, index_t n_rows, float64_t* trace,
                          index_t* directions) noexcept nogil:
