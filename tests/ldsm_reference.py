@@ -151,25 +151,24 @@ def optimize_objective(state, labels, rng, lambda1, lambda2):
     return chosen, values[chosen]
 
 
-def keep_largest(weights, cap):
-    """Zero all but the ``cap`` largest |w| of ``weights`` (bias excluded) in place.
+def store_weights(weights, cap):
+    """A regressor's feature weights as stored, with a threshold of 0.
 
-    Ranked as the kernel ranks them: by float32 magnitude, then by feature id.
+    Rounded to float32, then all but the ``cap`` largest magnitudes zeroed,
+    ranked as the kernel ranks them: by magnitude, then by feature id.
     """
-    features = np.flatnonzero(weights[:-1])
+    stored = weights.astype(np.float32).astype(np.float64)
+    features = np.flatnonzero(stored)
     if features.size > cap:
-        magnitude = np.abs(weights[features]).astype(np.float32)
-        order = np.lexsort((features, -magnitude))
-        weights[features[order[cap:]]] = 0.0
+        order = np.lexsort((features, -np.abs(stored[features])))
+        stored[features[order[cap:]]] = 0.0
+    return stored
 
 
 def train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, learning_rate,
-               routing, seed, max_weights=None):
-    """Algorithm 4 on the examples ``rows``; returns what ``_py_train_node`` returns.
-
-    With ``max_weights``, each regressor keeps only its ``max_weights``
-    largest weights at the end of every epoch but the last (the last is
-    truncated when the weights are stored, after this function).
+               routing, seed):
+    """Algorithm 4 on the examples ``rows``; returns what ``_py_train_node`` returns
+    (but ``stored_weights``: see :func:`store_weights`).
     """
     n_features = X.shape[1]
     rng = Xoshiro(seed)
@@ -214,9 +213,6 @@ def train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, learni
                     state["label_prob"][label][m] = (
                         ((seen - 1) * state["label_prob"][label][m] + pred) / seen)
         trace[epoch] = np.mean(chosen_values) if chosen_values else 0.0
-        if max_weights is not None and epoch + 1 < epochs:
-            for m in range(arity):
-                keep_largest(weights[m], max_weights)
     labels = sorted(state["label_count"])
     return {
         "directions": directions,

@@ -9,7 +9,7 @@ the stored weights in plain Python.
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from ldsm_reference import Xoshiro, nag_step, sgd_step, train_node
+from ldsm_reference import Xoshiro, nag_step, sgd_step, store_weights, train_node
 
 from xmltree._ldsm import _py_train_node, build_tree
 from xmltree._optim import _py_nag_step, _py_sgd_step
@@ -154,19 +154,21 @@ def test_train_node_matches_reference(rng, arity, optimizer, routing):
 
 
 @pytest.mark.parametrize("optimizer", ["nag", "sgd"])
-def test_train_node_with_a_weight_cap_matches_reference(rng, optimizer):
+def test_weight_cap_cuts_the_stored_weights_as_the_reference(rng, optimizer):
     X, Y = random_problem(rng)
     rows = rng.permutation(X.shape[0])[:25]
-    settings = dict(NODE_SETTINGS, arity=2, optimizer=optimizer, routing="margin", seed=3,
-                    max_weights=4)
-    got = _py_train_node(X, Y, rows, **settings)
+    settings = dict(NODE_SETTINGS, arity=2, optimizer=optimizer, routing="margin", seed=3)
+    got = _py_train_node(X, Y, rows, **settings, max_weights=4)
+    free = _py_train_node(X, Y, rows, **settings)
     want = train_node(X, Y, rows, **settings)
-    free = train_node(X, Y, rows, **dict(settings, max_weights=None))
-    assert np.array_equal(got["directions"], want["directions"])
-    for key in ("prob", "label_prob", "weights", "bias", "trace"):
-        np.testing.assert_allclose(got[key], want[key], rtol=1e-9, atol=1e-12, err_msg=key)
-    # The cap changed the training (it binds), and not into the uncapped run.
-    assert not np.allclose(got["weights"], free["weights"])
+    # The cap leaves training alone and cuts what is stored.
+    for key in ("directions", "weights", "bias", "trace"):
+        assert np.array_equal(got[key], free[key]), key
+    np.testing.assert_allclose(got["weights"], want["weights"], rtol=1e-9, atol=1e-12)
+    stored = np.array([store_weights(w, 4) for w in got["weights"]])
+    assert np.array_equal(got["stored_weights"], stored)
+    assert np.all(np.count_nonzero(stored, axis=1) == 4)
+    assert not np.array_equal(stored, free["stored_weights"])
 
 
 def test_train_node_zero_epochs_keeps_initial_biases(rng):

@@ -29,11 +29,10 @@ Choices the paper leaves open, fixed here:
 * A weight budget (``max_weights``, ``weights_per_row``) caps each regressor
   at ``max(max_weights, weights_per_row * examples of the node)`` weights:
   only the largest magnitudes are kept (equal magnitudes: smaller feature
-  ids first). The cap is applied at the end of every epoch, not only when the
-  weights are stored, so that later epochs adapt the surviving weights (with
-  4 weights per example on the Amazon-670K shape at scale 0.1, truncating
-  only at the end lost 6.9 points of P@1, truncating every epoch 1.6, for
-  models of similar size).
+  ids first), when the weights are stored. Truncating at the end of every
+  epoch as well once did better with histogram leaves and 20 epochs; with
+  the linear leaves and 3 epochs it costs precision on large-D data and
+  doubles the tree time there (``benchmarks/README.md``, weight budget).
 
 * A split makes no progress, and the node stays a leaf, when one child
   receives every example of the node. The paper says so for a split that
@@ -201,7 +200,7 @@ cdef class NodeTrainer:
         every (epoch, example) to ``directions[e * n_rows + i]`` (0 for an
         example without labels).
         """
-        cdef index_t e, i, m, chosen, n_trained
+        cdef index_t e, i, chosen, n_trained
         cdef float64_t chosen_objective, objective_sum
         for e in range(self.settings.epochs):
             objective_sum = 0.0
@@ -214,9 +213,6 @@ cdef class NodeTrainer:
                     objective_sum += chosen_objective
                     n_trained += 1
             trace[e] = objective_sum / n_trained if n_trained else 0.0
-            if e + 1 < self.settings.epochs:
-                for m in range(self.settings.arity):
-                    self.keep_largest(self.regressors[m].weights, self.weight_cap())
 
     cdef index_t train_example(self, index_t row, float64_t* chosen_objective) noexcept nogil:
         """Process one example; return the chosen subset (0 if it has no labels)."""
@@ -775,7 +771,8 @@ def _py_train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, le
         ``total_count`` (C_v); ``labels``: sorted labels of the node, with
         ``label_count`` (l_v) and ``label_prob`` (P_m^k, (n_labels, arity));
         ``prob`` (P_m); ``weights`` (float64, (arity, n_features)) and
-        ``bias`` (arity,) before rounding and sparsification.
+        ``bias`` (arity,) before rounding and sparsification;
+        ``stored_weights`` as stored: rounded to float32 and cut to the budget.
     """
     cdef NodeTrainer trainer = NodeTrainer(
         X, Y, arity=arity, epochs=epochs, lambda1=lambda1, lambda2=lambda2, optimizer=optimizer,
@@ -806,5 +803,8 @@ def _py_train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, le
         "weights": dense[:, :n_features],
         "bias": dense[:, n_features],
     }
+    trainer.round_weights()
+    stored = np.asarray(<float64_t[:arity * trainer.stride]>trainer.weights.data()).copy()
+    result["stored_weights"] = stored.reshape(arity, trainer.stride)[:, :n_features]
     trainer.finish_node()
     return result

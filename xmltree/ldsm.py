@@ -168,16 +168,16 @@ class LdSM(TopKEstimator):
         Weight budget of a regressor (biases aside): at most ``max(
         max_weights_per_regressor, max_weights_per_example * n)`` weights for
         a node trained on ``n`` examples, keeping the largest magnitudes (ties
-        to smaller feature ids), enforced after every training epoch so that
-        the surviving weights adapt. Without a budget a node keeps a weight
-        for most features its examples touch, and a tree grows like nodes x
-        min(n_features, examples per node x non-zeros per example), which is
-        gigabytes per tree on Amazon-670K-shaped data. With it, the wide
-        nodes near the root keep weights in proportion to their data, every
-        other node at most ``max_weights_per_regressor``. The defaults never
-        bind when ``n_features <= 2048`` (Bibtex, Delicious); on large
-        feature spaces they make the model several times smaller for a
-        point or two of P@1 (``benchmarks/README.md``, "Scale"). One of
+        to smaller feature ids), applied when the node's weights are stored.
+        Without a budget a node keeps a weight for most features its
+        examples touch, and a tree grows like nodes x min(n_features,
+        examples per node x non-zeros per example), which is gigabytes per
+        tree on Amazon-670K-shaped data. With it, the wide nodes near the
+        root keep weights in proportion to their data, every other node at
+        most ``max_weights_per_regressor``. The defaults never bind when
+        ``n_features <= 2048`` (Bibtex, Delicious); on large feature spaces
+        they make the model several times smaller (``benchmarks/README.md``,
+        "Scale" and "Weight budget"). One of
         them ``None``: the other alone sets the budget; both: no budget.
     random_state : int or None, default=None
         Seed of the whole ensemble. Each tree gets its own 64-bit seed from
