@@ -31,7 +31,7 @@ import numpy as np
 from _common import DEFAULT_DATA_HOME, load_benchmark_data, write_json
 
 from xmltree.benchmark import METRIC_KEYS, measure
-from xmltree.cli import _rerank_setting
+from xmltree.cli import _number_or_word, _rerank_setting
 from xmltree.datasets import write_xc
 from xmltree.metrics import inverse_propensity
 
@@ -204,6 +204,8 @@ def main(argv=None) -> None:
     parser.add_argument("--histogram-weight", type=float, default=None)
     parser.add_argument("--feature-scaling", choices=("auto", "tfidf", "l2", "none"),
                         default=None)
+    parser.add_argument("--descent-threshold", type=_number_or_word, default=None,
+                        help="a number, 'auto' or 'none' (the training rule)")
     parser.add_argument("--rerank-param", dest="rerank_params", action="append", default=[],
                         metavar="NAME=VALUE",
                         help="fit LdSM with a tail-label re-ranker with this setting (repeatable) "
@@ -217,10 +219,11 @@ def main(argv=None) -> None:
               ("arity", "max_nodes", "epochs", "learning_rate", "lambda1", "lambda2", "routing",
                "leaf_scores", "leaf_aggregation", "max_weights_per_regressor",
                "max_weights_per_example", "leaf_model", "C", "n_candidates",
-               "histogram_weight", "feature_scaling")
+               "histogram_weight", "feature_scaling", "descent_threshold")
               if getattr(args, name) is not None}
-    if params.get("feature_scaling") == "none":
-        params["feature_scaling"] = None
+    for name in ("feature_scaling", "descent_threshold"):
+        if params.get(name) == "none":
+            params[name] = None
     if args.rerank_params:
         params["rerank"] = _rerank_setting(True, args.rerank_params)
 

@@ -317,6 +317,25 @@ def test_train_takes_the_leaf_and_scaling_options(tmp_path, split_files, options
         assert (loaded.C, loaded.n_candidates, loaded.histogram_weight) == (0.5, 7, 0.1)
 
 
+@pytest.mark.parametrize("option, expected", [("auto", "auto"), ("none", None),
+                                              ("0.1", 0.1), ("NONE", None)])
+def test_train_takes_the_descent_threshold(tmp_path, split_files, option, expected):
+    from xmltree import load
+
+    train, _ = split_files
+    model = tmp_path / "model.npz"
+    assert main(["-q", "train", str(train), "--model", str(model), *SMALL_MODEL,
+                 "--descent-threshold", option]) == 0
+    assert load(model).descent_threshold == expected
+
+
+def test_a_bad_descent_threshold_is_a_usage_error(split_files, capsys):
+    train, _ = split_files
+    with pytest.raises(SystemExit):
+        main(["-q", "train", str(train), "--descent-threshold", "wide"])
+    assert "--descent-threshold" in capsys.readouterr().err
+
+
 # ----------------------------------------------------------------------------- hostile arguments
 
 

@@ -186,6 +186,26 @@ def test_prediction_matches_reference(rng, arity, routing, n_labels, leaf_aggreg
         np.testing.assert_allclose(values, expected_values, rtol=1e-6)
 
 
+@pytest.mark.parametrize("threshold", [-0.5, 0.05, 2.0])
+def test_descent_threshold_matches_reference(rng, threshold):
+    trees = [random_flat_tree(rng, arity=3, n_features=20, n_labels=30) for _ in range(3)]
+    forest = Forest(trees, arity=3, n_features=20, n_labels=30, routing="margin",
+                    descent_threshold=threshold)
+    X = random_features(rng, 150, 20)
+    expected, expected_counts = reference_scores(trees, X, 3, threshold, 30)
+    np.testing.assert_array_equal(forest.leaves_reached(X), expected_counts)
+    np.testing.assert_allclose(forest.predict_scores(X).toarray(), expected, rtol=1e-6,
+                               atol=1e-7)
+    # A lower threshold than the training rule's 0.5 reaches a superset of its
+    # leaves (the best child always qualifies when any does), a higher one a subset.
+    trained = Forest(trees, arity=3, n_features=20, n_labels=30, routing="margin")
+    trained_counts = trained.leaves_reached(X)
+    if threshold < 0.5:
+        assert np.all(expected_counts >= trained_counts)
+    else:
+        assert np.all(expected_counts <= trained_counts)
+
+
 @pytest.mark.parametrize("n_threads", [1, 2])
 def test_block_boundaries_do_not_change_results(rng, n_threads):
     # More rows than one descent block (1024), so examples of one tree are

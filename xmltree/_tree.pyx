@@ -116,6 +116,10 @@ cdef class Forest:
     leaf_aggregation : {"mean", "sum"}, default="mean"
         How a tree combines the leaves an example reaches (see
         :data:`LEAF_AGGREGATIONS`); the ensemble always averages its trees.
+    descent_threshold : float or None, default=None
+        Score at or above which an example descends to a child (the best
+        child when none qualifies); ``None``: the routing threshold of
+        training, so that training examples follow their training paths.
     release : bool, default=False
         Remove each tree's weight and leaf arrays from its dict as soon as
         they are copied, so that a caller owning the dicts holds the model
@@ -128,8 +132,8 @@ cdef class Forest:
     """
 
     def __init__(self, trees, *, arity, n_features, n_labels, routing,
-                 leaf_scores="distribution", leaf_aggregation="mean", release=False,
-                 check_trees=True):
+                 leaf_scores="distribution", leaf_aggregation="mean", descent_threshold=None,
+                 release=False, check_trees=True):
         if check_trees:
             if len(trees) < 1:
                 raise ModelFormatError("a forest needs at least one tree")
@@ -140,7 +144,8 @@ cdef class Forest:
         self.arity = arity
         self.n_features = n_features
         self.n_labels = n_labels
-        self.threshold = routing_threshold(routing)
+        self.threshold = (routing_threshold(routing) if descent_threshold is None
+                          else descent_threshold)
         self.sum_leaves = leaf_aggregation == "sum"
         self.label_indptr = None
         arrays = concatenate_trees(list(trees), arity, n_features, release)

@@ -194,6 +194,15 @@ def _optional(kind):
     return parse
 
 
+def _number_or_word(text: str):
+    """argparse type: a float, or the word 'auto' or 'none'."""
+    word = text.lower()
+    return word if word in ("auto", "none") else float(text)
+
+
+_number_or_word.__name__ = "number"
+
+
 def _add_format_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="xc",
                         help="data file format: Extreme Classification Repository single "
@@ -225,6 +234,9 @@ _HYPER_PARAMETERS = (
     ("histogram_weight", float, "LdSM: weight of the leaf histograms in the blend, in [0, 1]"),
     ("feature_scaling", ("auto", "tfidf", "l2", "none"),
      "LdSM: feature scaling learned at fit (auto: tf-idf for counts, else l2)"),
+    ("descent_threshold", "number, auto or none",
+     "LdSM: score at which a fitted tree sends an example to a child (none: as in "
+     "training; auto: 0.05 over more than 2000 labels, else none)"),
     ("max_internal_nodes", int, "LOMtree: node budget (default: classes - 1)"),
     ("swap_resistance", float, "LOMtree: swap resistance RS"),
     ("loss", ("hinge", "logistic"), "LOMtree: loss of the node regressors"),
@@ -245,6 +257,8 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         flag = f"--{name.replace('_', '-')}"
         if isinstance(kind, tuple):
             group.add_argument(flag, dest=name, choices=kind, help=text)
+        elif isinstance(kind, str):
+            group.add_argument(flag, dest=name, type=_number_or_word, metavar="X", help=text)
         else:
             group.add_argument(flag, dest=name, type=kind, help=text)
     group.add_argument("--rerank", action="store_true",
@@ -274,8 +288,9 @@ def _model_from_args(args, learner: str = "ldsm", exclude=()):
     accepted = set(cls._param_names())
     given = {name: getattr(args, name) for name, _, _ in _HYPER_PARAMETERS
              if getattr(args, name) is not None and name not in exclude}
-    if given.get("feature_scaling") == "none":
-        given["feature_scaling"] = None
+    for name in ("feature_scaling", "descent_threshold"):
+        if given.get(name) == "none":
+            given[name] = None
     foreign = sorted(set(given) - accepted)
     if foreign:
         flags = ", ".join("--" + name.replace("_", "-") for name in foreign)

@@ -1,0 +1,89 @@
+"""Tests of LdSM's descent threshold: the rule that sends examples down the trees after fit."""
+
+import json
+
+import numpy as np
+import pytest
+from test_persistence import rewrite_meta
+from test_tree import random_features, random_flat_tree
+
+from xmltree.ldsm import (
+    WIDE_DESCENT_MIN_LABELS,
+    WIDE_DESCENT_THRESHOLD,
+    LdSM,
+    resolve_descent_threshold,
+)
+
+N_FEATURES = 20
+#: The paper's LdSM: histogram leaves on the features as given.
+PAPER = {"leaf_model": "histogram", "feature_scaling": None, "leaf_scores": "distribution"}
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(11)
+
+
+def random_model(rng, n_labels, **params):
+    """A fitted LdSM of 3 random trees (no training needed)."""
+    trees = [random_flat_tree(rng, arity=2, n_features=N_FEATURES, n_labels=n_labels)
+             for _ in range(3)]
+    model = LdSM(n_trees=3, **{**PAPER, **params})
+    model._set_trees(trees, N_FEATURES, n_labels)
+    return model
+
+
+def test_auto_widens_margin_trees_over_many_labels_only():
+    many = WIDE_DESCENT_MIN_LABELS + 1
+    assert resolve_descent_threshold("auto", "margin", many) == WIDE_DESCENT_THRESHOLD
+    assert resolve_descent_threshold("auto", "margin", WIDE_DESCENT_MIN_LABELS) is None
+    assert resolve_descent_threshold("auto", "sigmoid", many) is None
+    assert resolve_descent_threshold(0.2, "sigmoid", 10) == 0.2
+    assert resolve_descent_threshold(None, "margin", many) is None
+
+
+def test_the_training_rule_is_the_default_descent(rng):
+    X = random_features(rng, 200, N_FEATURES)
+    auto = random_model(rng, 30)
+    explicit = LdSM(n_trees=3, descent_threshold=0.5, **PAPER)
+    explicit._set_trees(auto.trees_, N_FEATURES, 30)
+    assert auto._forest.threshold == explicit._forest.threshold == 0.5
+    for got, want in zip(auto.predict(X), explicit.predict(X)):
+        assert np.array_equal(got, want)
+
+
+def test_many_labels_descend_wider_by_default(rng):
+    X = random_features(rng, 200, N_FEATURES)
+    n_labels = WIDE_DESCENT_MIN_LABELS + 500
+    wide = random_model(rng, n_labels)
+    strict = LdSM(n_trees=3, descent_threshold=None, **PAPER)
+    strict._set_trees(wide.trees_, N_FEATURES, n_labels)
+    assert wide._forest.threshold == WIDE_DESCENT_THRESHOLD
+    assert np.all(wide.leaves_reached(X) >= strict.leaves_reached(X))
+    assert np.any(wide.leaves_reached(X) > strict.leaves_reached(X))
+
+
+def test_descent_threshold_survives_save_and_load(rng, tmp_path):
+    X = random_features(rng, 100, N_FEATURES)
+    model = random_model(rng, 30, descent_threshold=-0.25)
+    model.save(tmp_path / "model.npz")
+    loaded = LdSM.load(tmp_path / "model.npz")
+    assert loaded.descent_threshold == -0.25 and loaded._forest.threshold == -0.25
+    assert np.array_equal(model.leaves_reached(X), loaded.leaves_reached(X))
+
+
+def test_files_from_before_the_option_descend_as_trained(rng, tmp_path):
+    path = tmp_path / "old.npz"
+    random_model(rng, WIDE_DESCENT_MIN_LABELS + 500).save(path)
+    with np.load(path) as archive:
+        params = json.loads(archive["__meta__"].tobytes())["params"]
+    del params["hyper_parameters"]["descent_threshold"]
+    rewrite_meta(path, params=params)
+    loaded = LdSM.load(path)
+    assert loaded.descent_threshold is None and loaded._forest.threshold == 0.5
+
+
+@pytest.mark.parametrize("value", ["wide", float("nan"), float("inf"), True, [0.1]])
+def test_bad_descent_thresholds_are_named(value):
+    with pytest.raises(ValueError, match="descent_threshold"):
+        LdSM(descent_threshold=value).fit(np.ones((3, 2)), [[0], [1], [0]])
