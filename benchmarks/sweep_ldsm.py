@@ -73,8 +73,14 @@ def _typed(value: str, default, name: str):
     except (KeyError, ValueError):
         raise argparse.ArgumentTypeError(
             f"--set {name}: {value!r} is not of type {type(default).__name__}") from None
-    # int-or-None parameters (max_nodes) and strings.
-    return int(value) if value.lstrip("-").isdigit() else value
+    # Parameters whose default is None or a word may also take numbers
+    # (max_nodes, descent_threshold).
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
 
 
 def main(argv=None) -> None:

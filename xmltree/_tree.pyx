@@ -214,7 +214,7 @@ cdef class Forest:
         bias : numpy.ndarray of float32, shape (n_labels,)
             Their biases.
         n_candidates : int
-            Labels re-scored per example, >= 1.
+            Labels re-scored per example, >= 1 (at most ``n_labels`` are).
         histogram_weight : float
             Exponent of the histogram score, in [0, 1].
         margin_scale : float
@@ -224,7 +224,8 @@ cdef class Forest:
         self.label_indices = weights.indices
         self.label_values = weights.data
         self.label_bias = bias
-        self.n_candidates = n_candidates
+        # Each thread holds n_candidates slots: never more than there are labels.
+        self.n_candidates = min(n_candidates, self.n_labels)
         self.histogram_weight = histogram_weight
         self.margin_scale = margin_scale
         cdef const offset_t[::1] indptr = self.label_indptr
@@ -235,7 +236,7 @@ cdef class Forest:
         self.arrays.label_models.indices = &indices[0] if indices.shape[0] else NULL
         self.arrays.label_models.values = &values[0] if values.shape[0] else NULL
         self.arrays.label_models.bias = &bias_view[0]
-        self.arrays.n_candidates = n_candidates
+        self.arrays.n_candidates = self.n_candidates
         self.arrays.histogram_weight = histogram_weight
         self.arrays.margin_scale = margin_scale
         self.arrays.rescore = True

@@ -322,7 +322,7 @@ class LdSM(TopKEstimator):
         check_choice("leaf_aggregation", params["leaf_aggregation"], LEAF_AGGREGATIONS)
         check_choice("leaf_model", params["leaf_model"], LEAF_MODELS)
         check_real("C", params["C"], 0.0, strict=True)
-        check_int("n_candidates", params["n_candidates"], 1)
+        check_int("n_candidates", params["n_candidates"], 1, MAX_INDEX)
         check_real("histogram_weight", params["histogram_weight"], 0.0, strict=False)
         if params["histogram_weight"] > 1:
             raise ValueError("histogram_weight must be a finite number in [0, 1], "
