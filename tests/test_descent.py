@@ -7,12 +7,12 @@ import pytest
 from test_persistence import rewrite_meta
 from test_tree import random_features, random_flat_tree
 
-from xmltree.ldsm import (
+from xmltree._auto_settings import (
     WIDE_DESCENT_MIN_LABELS,
     WIDE_DESCENT_THRESHOLD,
-    LdSM,
     resolve_descent_threshold,
 )
+from xmltree.ldsm import LdSM
 
 N_FEATURES = 20
 #: The paper's LdSM: histogram leaves on the features as given.

@@ -25,15 +25,13 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
-import time
 import warnings
 
 import joblib
 import numpy as np
 import scipy.sparse as sp
-from tqdm.auto import tqdm
 
+from ._auto_settings import auto_node_budget, resolve_descent_threshold
 from ._base import (
     MAX_EPOCHS,
     MAX_INDEX,
@@ -49,6 +47,7 @@ from ._base import (
     n_threads,
     warn_renamed,
 )
+from ._fit_progress import PhaseClock, TreeProgress
 from ._flat_tree import LEAF_AGGREGATIONS, LEAF_SCORES, MAX_ARITY, ROUTING_THRESHOLDS, TREE_ARRAYS
 from ._linear_leaves import (
     LEAF_MODELS,
@@ -376,7 +375,7 @@ class LdSM(TopKEstimator):
         if X.shape[1] == 0:
             raise DataFormatError("X: has no features")
         X, Y = _drop_unlabelled(X, Y)
-        clock = _PhaseClock()
+        clock = PhaseClock()
         scaler = FeatureScaler(params["feature_scaling"]).fit(X)
         X = scaler.transform(X)
         clock.lap("scaling")
@@ -867,49 +866,6 @@ def _consecutive_shards(models: list[LdSM]) -> bool:
 # Helpers
 # ----------------------------------------------------------------------
 
-#: Training examples per leaf that ``max_nodes=None`` aims at.
-LEAF_SIZE = 8
-
-#: With many labels, the few leaves an example reaches under the training
-#: rule (children scoring >= 0.5) hold few of its labels: on held-out rows
-#: of the Amazon-670K shape (scale 0.1, 67K labels) a third of the examples
-#: had none of theirs among the 200 best histogram labels. Descending also
-#: to children scoring >= 0.05 raised P@1 from 59.7 to 71.7, while on the
-#: development sets (at most 983 labels) any threshold below 0.5 lost
-#: precision (the extra leaves blur the histograms): see
-#: ``benchmarks/README.md``, "Wider descent". Below 0.05, children whose
-#: score is only their bias (no feature of the example seen) qualify too,
-#: and precision falls again (0.025: 68.4, 0: 58.6).
-WIDE_DESCENT_MIN_LABELS = 2000
-WIDE_DESCENT_THRESHOLD = 0.05
-#: Most nodes per tree that ``max_nodes=None`` gives, whatever the data size:
-#: bounds the memory of a tree on the largest sets.
-MAX_AUTO_NODES = 32768
-
-
-def auto_node_budget(n_samples: int, arity: int) -> int:
-    """Nodes of an M-ary tree with a leaf per ``LEAF_SIZE`` examples, capped.
-
-    A full M-ary tree with L leaves has ``(M L - 1) / (M - 1)`` nodes.
-    """
-    n_leaves = max(1, -(-n_samples // LEAF_SIZE))
-    return int(min((arity * n_leaves - 1) // (arity - 1), MAX_AUTO_NODES))
-
-
-def resolve_descent_threshold(setting, routing: str, n_labels: int) -> float | None:
-    """The score an example needs to descend to a child at prediction (None: as trained).
-
-    "auto" widens the descent of margin-routed trees over more than
-    ``WIDE_DESCENT_MIN_LABELS`` labels to children scoring at least
-    ``WIDE_DESCENT_THRESHOLD``, instead of the training rule's 0.5.
-    """
-    if setting != "auto":
-        return setting
-    if routing == "margin" and n_labels > WIDE_DESCENT_MIN_LABELS:
-        return WIDE_DESCENT_THRESHOLD
-    return None
-
-
 def _check_trees_finite(trees: list[dict], learning_rate: float) -> None:
     """Refuse regressors that diverged: a fit must not make a model its loader refuses."""
     for tree in trees:
@@ -975,43 +931,6 @@ def _share_forest_arrays(forest: Forest, trees: list[dict]) -> list[dict]:
     return views
 
 
-class _PhaseClock:
-    """Wall-clock seconds of the consecutive phases of a fit."""
-
-    def __init__(self):
-        self.seconds: dict[str, float] = {}
-        self._last = time.perf_counter()
-
-    def lap(self, phase: str) -> None:
-        now = time.perf_counter()
-        self.seconds[phase] = round(now - self._last, 6)
-        self._last = now
-
-
-class _Progress:
-    """Thread-safe tqdm bar counting finished trees and expanded nodes."""
-
-    def __init__(self, n_trees: int):
-        self._bar = tqdm(total=n_trees, desc="LdSM trees", unit="tree")
-        self._lock = threading.Lock()
-        self._nodes: dict[int, int] = {}
-
-    def node_callback(self, tree: int):
-        """Return the ``progress`` callback for one tree's builder."""
-        def update(n_expanded: int) -> None:
-            with self._lock:
-                self._nodes[tree] = int(n_expanded)
-                self._bar.set_postfix(nodes=sum(self._nodes.values()), refresh=False)
-        return update
-
-    def tree_done(self) -> None:
-        with self._lock:
-            self._bar.update(1)
-
-    def close(self) -> None:
-        self._bar.close()
-
-
 def _build_trees(X: sp.csr_matrix, Y: sp.csr_matrix, params: dict,
                  seeds: np.ndarray) -> list[dict]:
     """Train one tree per seed with joblib, sharing X and Y.
@@ -1029,7 +948,7 @@ def _build_trees(X: sp.csr_matrix, Y: sp.csr_matrix, params: dict,
         "learning_rate", "routing", "weight_threshold", "leaf_scores")}
     settings["max_weights"] = params["max_weights_per_regressor"]
     settings["weights_per_row"] = params["max_weights_per_example"]
-    progress = _Progress(len(seeds)) if params["verbose"] else None
+    progress = TreeProgress(len(seeds)) if params["verbose"] else None
     # Node callbacks must run in this process; other backends (processes, a
     # Dask cluster) only report finished trees.
     backend, _ = joblib.parallel.get_active_backend(prefer="threads")
