@@ -48,3 +48,14 @@ def test_reuters_example_trains_saves_loads_and_reports(reuters_topics, tmp_path
 def test_reuters_example_skips_without_the_corpus(reuters_topics, tmp_path, capsys):
     assert reuters_topics.main(["--corpus", str(tmp_path / "absent")]) is None
     assert "skipping: Reuters-21578 not found" in capsys.readouterr().out
+
+
+REUTERS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "reuters21578"
+
+
+@pytest.mark.skipif(not (REUTERS / "test_labels.txt").is_file(),
+                    reason="Reuters-21578 not in ../shared/corpora")
+def test_reuters_example_on_the_real_corpus(reuters_topics):
+    # The corpus lists some topics twice for one story; 2 trees keep it quick.
+    report = reuters_topics.main(["--n-trees", "2"])
+    assert report["P@1"] > 0.85

@@ -87,6 +87,13 @@ def test_evaluation_with_names_unseen_in_training(fitted):
     assert 0.8 < results["P@1"] < 1 and "PSP@1" in results
 
 
+def test_a_name_given_twice_counts_once_in_evaluation_as_in_fit(fitted):
+    # Reuters-21578 lists some topics twice for one story ("trade trade").
+    texts, labels = corpus(seed=3)
+    doubled = [row + row[:1] for row in labels]
+    assert evaluate_model(fitted, texts, doubled) == evaluate_model(fitted, texts, labels)
+
+
 @pytest.mark.parametrize("weighting", ["count", "tfidf"])
 def test_other_learners_and_settings(weighting):
     texts, labels = corpus()

@@ -115,8 +115,11 @@ def true_label_sets(estimator, Y) -> sp.csr_matrix:
     if rows is None:
         return check_labels(Y)
     ids, offsets, n_labels = _row_ids(estimator, rows)
-    return check_labels([ids[a:b] for a, b in zip(offsets[:-1], offsets[1:])],
-                        n_labels=n_labels)
+    rows = [ids[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+    if named_labels(estimator):
+        # A name given twice for one document is one label, as in fit.
+        rows = [np.unique(row) for row in rows]
+    return check_labels(rows, n_labels=n_labels)
 
 
 def _label_rows(Y) -> list | None:
