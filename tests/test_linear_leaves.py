@@ -78,6 +78,30 @@ def test_neighbourhoods_hold_the_candidates_and_every_positive():
     assert indptr.dtype == np.int64 and examples.dtype == np.int32 and targets.dtype == np.int8
 
 
+def test_random_negatives_join_each_neighbourhood_in_proportion_to_its_positives():
+    rng = np.random.default_rng(0)
+    Y = sp.csr_matrix((rng.random((400, 6)) < [0.3, 0.05, 0.01, 0.0, 0.5, 0.02]).astype(
+        np.float32))
+    candidates = np.full((400, 1), -1, dtype=np.int32)  # no tree neighbourhood at all
+    plain = neighbourhoods(candidates, Y)
+    indptr, examples, targets = neighbourhoods(candidates, Y, random_negatives=4, seed=3)
+    again = neighbourhoods(candidates, Y, random_negatives=4, seed=3)
+    assert all(np.array_equal(a, b) for a, b in zip((indptr, examples, targets), again))
+    positives = np.diff(Y.tocsc().indptr)
+    for label in range(6):
+        span = slice(indptr[label], indptr[label + 1])
+        rows, signs = examples[span], targets[span]
+        assert np.all(np.diff(rows) > 0)  # sorted, each row once
+        carried = np.asarray(Y[rows, label].todense()).ravel() > 0
+        assert np.array_equal(signs == 1, carried)  # a drawn positive stays a positive
+        assert carried.sum() == positives[label]
+        # 4 draws per positive, fewer rows only where draws repeat or hit positives.
+        assert (~carried).sum() <= 4 * positives[label]
+        if 0 < positives[label] <= 20:
+            assert (~carried).sum() >= 2 * positives[label]
+    assert np.array_equal(plain[2], np.ones_like(plain[2]))  # only positives without draws
+
+
 # ----------------------------------------------------------------------
 # LdSM with linear leaves
 # ----------------------------------------------------------------------
