@@ -31,7 +31,7 @@ import numpy as np
 from _common import DEFAULT_DATA_HOME, load_benchmark_data, write_json
 
 from xmltree.benchmark import METRIC_KEYS, measure
-from xmltree.cli import _number_or_word, _rerank_setting
+from xmltree.cli import _none_spelled_out, _number_or_word, _rerank_setting
 from xmltree.datasets import write_xc
 from xmltree.metrics import inverse_propensity
 
@@ -221,9 +221,7 @@ def main(argv=None) -> None:
                "max_weights_per_example", "leaf_model", "C", "n_candidates",
                "histogram_weight", "feature_scaling", "descent_threshold")
               if getattr(args, name) is not None}
-    for name in ("feature_scaling", "descent_threshold"):
-        if params.get(name) == "none":
-            params[name] = None
+    params = _none_spelled_out(params)
     if args.rerank_params:
         params["rerank"] = _rerank_setting(True, args.rerank_params)
 

@@ -203,6 +203,13 @@ def _number_or_word(text: str):
 _number_or_word.__name__ = "number"
 
 
+def _none_spelled_out(params: dict) -> dict:
+    """``params`` with 'none' turned into None for the options where None is a
+    setting of its own (elsewhere a None value means "option not given")."""
+    return {name: None if name in ("feature_scaling", "descent_threshold") and value == "none"
+            else value for name, value in params.items()}
+
+
 def _add_format_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="xc",
                         help="data file format: Extreme Classification Repository single "
@@ -288,9 +295,7 @@ def _model_from_args(args, learner: str = "ldsm", exclude=()):
     accepted = set(cls._param_names())
     given = {name: getattr(args, name) for name, _, _ in _HYPER_PARAMETERS
              if getattr(args, name) is not None and name not in exclude}
-    for name in ("feature_scaling", "descent_threshold"):
-        if given.get(name) == "none":
-            given[name] = None
+    given = _none_spelled_out(given)
     foreign = sorted(set(given) - accepted)
     if foreign:
         flags = ", ".join("--" + name.replace("_", "-") for name in foreign)
