@@ -201,7 +201,7 @@ def main(argv=None) -> None:
     parser.add_argument("--leaf-model", choices=("linear", "histogram"), default=None)
     parser.add_argument("--C", type=float, default=None)
     parser.add_argument("--n-candidates", type=int, default=None)
-    parser.add_argument("--histogram-weight", type=float, default=None)
+    parser.add_argument("--histogram-weight", type=_number_or_word, default=None)
     parser.add_argument("--feature-scaling", choices=("auto", "tfidf", "l2", "none"),
                         default=None)
     parser.add_argument("--descent-threshold", type=_number_or_word, default=None,

@@ -8,10 +8,14 @@ from test_persistence import rewrite_meta
 from test_tree import random_features, random_flat_tree
 
 from xmltree._auto_settings import (
+    HISTOGRAM_WEIGHT,
+    WIDE_DESCENT_HISTOGRAM_WEIGHT,
     WIDE_DESCENT_MIN_LABELS,
     WIDE_DESCENT_THRESHOLD,
     resolve_descent_threshold,
+    resolve_histogram_weight,
 )
+from xmltree.datasets import make_synthetic
 from xmltree.ldsm import LdSM
 
 N_FEATURES = 20
@@ -87,3 +91,27 @@ def test_files_from_before_the_option_descend_as_trained(rng, tmp_path):
 def test_bad_descent_thresholds_are_named(value):
     with pytest.raises(ValueError, match="descent_threshold"):
         LdSM(descent_threshold=value).fit(np.ones((3, 2)), [[0], [1], [0]])
+
+
+def test_auto_histogram_weight_follows_the_descent():
+    assert resolve_histogram_weight("auto", 0.05, 0.5) == WIDE_DESCENT_HISTOGRAM_WEIGHT
+    assert resolve_histogram_weight("auto", 0.5, 0.5) == HISTOGRAM_WEIGHT
+    assert resolve_histogram_weight("auto", 0.9, 0.5) == HISTOGRAM_WEIGHT
+    assert resolve_histogram_weight(0.7, 0.05, 0.5) == 0.7
+
+
+@pytest.mark.parametrize("n_labels, params, expected", [
+    (WIDE_DESCENT_MIN_LABELS + 500, {}, WIDE_DESCENT_HISTOGRAM_WEIGHT),
+    (WIDE_DESCENT_MIN_LABELS + 500, {"descent_threshold": None}, HISTOGRAM_WEIGHT),
+    (50, {}, HISTOGRAM_WEIGHT),
+    (50, {"descent_threshold": 0.1}, WIDE_DESCENT_HISTOGRAM_WEIGHT),
+    (WIDE_DESCENT_MIN_LABELS + 500, {"histogram_weight": 0.25}, 0.25),
+])
+def test_fitted_blend_uses_the_resolved_histogram_weight(n_labels, params, expected, tmp_path):
+    X, Y = make_synthetic(300, 40, n_labels, random_state=0)
+    model = LdSM(n_trees=1, max_nodes=15, random_state=0, **params).fit(X, Y)
+    assert model._forest.histogram_weight == expected
+    model.save(tmp_path / "model.xmt")
+    loaded = LdSM.load(tmp_path / "model.xmt")
+    assert loaded.histogram_weight == params.get("histogram_weight", "auto")
+    assert loaded._forest.histogram_weight == expected

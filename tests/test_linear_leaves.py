@@ -256,7 +256,7 @@ def test_merge_refuses_linear_leaves(fitted):
 @pytest.mark.parametrize("name, value", [
     ("leaf_model", "forest"), ("C", 0.0), ("C", float("inf")), ("n_candidates", 0),
     ("n_candidates", 2.5), ("n_candidates", 2**31), ("histogram_weight", -0.1),
-    ("histogram_weight", 1.5),
+    ("histogram_weight", 1.5), ("histogram_weight", "wide"), ("histogram_weight", None),
     ("feature_scaling", "idf"),
 ])
 def test_bad_linear_leaf_parameters_are_named(name, value):

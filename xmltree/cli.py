@@ -238,7 +238,9 @@ _HYPER_PARAMETERS = (
      "LdSM: label classifiers blended with the leaf histograms, or the histograms alone"),
     ("C", float, "LdSM: loss weight of the label classifiers (inverse regularisation)"),
     ("n_candidates", int, "LdSM: labels per example the label classifiers re-score"),
-    ("histogram_weight", float, "LdSM: weight of the leaf histograms in the blend, in [0, 1]"),
+    ("histogram_weight", "number or auto",
+     "LdSM: weight of the leaf histograms in the blend, in [0, 1] (auto: 0 with the "
+     "wider descent, else 0.3)"),
     ("feature_scaling", ("auto", "tfidf", "l2", "none"),
      "LdSM: feature scaling learned at fit (auto: tf-idf for counts, else l2)"),
     ("descent_threshold", "number, auto or none",

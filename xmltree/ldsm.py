@@ -31,7 +31,7 @@ import joblib
 import numpy as np
 import scipy.sparse as sp
 
-from ._auto_settings import auto_node_budget, resolve_descent_threshold
+from ._auto_settings import auto_node_budget, resolve_descent_threshold, resolve_histogram_weight
 from ._base import (
     MAX_EPOCHS,
     MAX_INDEX,
@@ -153,9 +153,14 @@ class LdSM(TopKEstimator):
     n_candidates : int, default=200
         Labels per example that linear leaves re-score at prediction, and
         that make up the label neighbourhoods at training, >= 1.
-    histogram_weight : float, default=0.3
+    histogram_weight : float or "auto", default="auto"
         Exponent of the histogram score in the linear leaves' blend, in
         [0, 1]: 0 ranks by the classifiers alone, 1 by the histograms alone.
+        "auto": 0 when the trees descend more widely than they were trained
+        (see `descent_threshold`: the histograms of the many leaves reached
+        then choose the candidates, and the classifiers alone rank them),
+        else 0.3 (measured in ``benchmarks/README.md``, "Histogram weight
+        with the wider descent").
     descent_threshold : float, None or "auto", default="auto"
         Score at or above which an example descends to a child after
         training (when predicting, and when the linear leaves gather each
@@ -260,7 +265,7 @@ class LdSM(TopKEstimator):
     def __init__(self, n_trees=10, arity=2, max_nodes=None, epochs=3, lambda1=2.0,
                  lambda2=1.0, optimizer="nag", learning_rate=0.1, routing="margin",
                  weight_threshold=0.05, leaf_scores="frequency", leaf_aggregation="mean",
-                 leaf_model="linear", C=0.35, n_candidates=200, histogram_weight=0.3,
+                 leaf_model="linear", C=0.35, n_candidates=200, histogram_weight="auto",
                  descent_threshold="auto", feature_scaling="auto", max_weights_per_regressor=2048,
                  max_weights_per_example=4.0, rerank=False, random_state=None, first_tree=0,
                  n_jobs=-1, verbose=False):
@@ -322,10 +327,15 @@ class LdSM(TopKEstimator):
         check_choice("leaf_model", params["leaf_model"], LEAF_MODELS)
         check_real("C", params["C"], 0.0, strict=True)
         check_int("n_candidates", params["n_candidates"], 1, MAX_INDEX)
-        check_real("histogram_weight", params["histogram_weight"], 0.0, strict=False)
-        if params["histogram_weight"] > 1:
-            raise ValueError("histogram_weight must be a finite number in [0, 1], "
-                             f"got {params['histogram_weight']!r}")
+        weight = params["histogram_weight"]
+        if not (isinstance(weight, str) and weight == "auto"):
+            try:
+                check_real("histogram_weight", weight, 0.0, strict=False)
+                if weight > 1:
+                    raise ValueError
+            except ValueError:
+                raise ValueError("histogram_weight must be 'auto' or a number in [0, 1], "
+                                 f"got {weight!r}") from None
         threshold = params["descent_threshold"]
         if not (threshold is None or isinstance(threshold, str) and threshold == "auto"):
             try:
@@ -437,8 +447,10 @@ class LdSM(TopKEstimator):
     def _set_linear_leaves(self, weights: sp.csr_matrix, bias: np.ndarray) -> None:
         """Install checked label classifiers: the forest re-scores with them."""
         self.label_weights_, self.label_bias_ = weights, bias
+        histogram_weight = resolve_histogram_weight(
+            self.histogram_weight, self._forest.threshold, ROUTING_THRESHOLDS[self.routing])
         self._forest.use_label_models(weights, bias, n_candidates=self.n_candidates,
-                                      histogram_weight=self.histogram_weight,
+                                      histogram_weight=histogram_weight,
                                       margin_scale=MARGIN_SCALE)
 
     # ------------------------------------------------------------------
