@@ -56,7 +56,8 @@ cdef struct SolverScratch:
     # One thread's working memory, sized once for the largest label.
     float64_t* weights           # (n_features,) dense w, zero between labels
     uint8_t* seen                # (n_features,) 1 if the feature is in `touched`
-    index_t* touched             # (n_features,) features the label's examples have
+    index_t* touched             # (n_features + 1,) features the label's updates reached,
+                                 # and a spare slot for the branch-free append
     float64_t* alpha             # (max examples of a label,) dual variables
     index_t* order               # (same,) visiting order of the examples
 
@@ -187,7 +188,7 @@ cdef SolverScratch* _allocate_scratch(int n_threads, index_t n_features,
     for t in range(n_threads):
         scratches[t].weights = <float64_t*>calloc(n_features, sizeof(float64_t))
         scratches[t].seen = <uint8_t*>calloc(n_features, sizeof(uint8_t))
-        scratches[t].touched = <index_t*>malloc(max(n_features, 1) * sizeof(index_t))
+        scratches[t].touched = <index_t*>malloc((n_features + 1) * sizeof(index_t))
         scratches[t].alpha = <float64_t*>malloc(max(largest, 1) * sizeof(float64_t))
         scratches[t].order = <index_t*>malloc(max(largest, 1) * sizeof(index_t))
         if (scratches[t].weights == NULL or scratches[t].seen == NULL
@@ -221,38 +222,25 @@ cdef void _train_label(const CSRView* X, const offset_t* label_indptr,
     cdef index_t n = <index_t>(label_indptr[label + 1] - first)
     cdef const index_t* examples = label_examples + first
     cdef const int8_t* targets = label_targets + first
-    cdef index_t n_touched = _collect_features(X, examples, n, s)
+    cdef index_t n_touched = 0
     cdef float64_t bias = _descend(X, examples, targets, n, squared_norms, settings, s,
-                                   label)
+                                   label, &n_touched)
     out.bias[label] = <float32_t>bias
     out.label_buffer[label] = thread
     _store_weights(s, n_touched, settings.weight_threshold, &out.buffers[thread],
                    &out.label_start[label], &out.label_nnz[label])
 
 
-cdef index_t _collect_features(const CSRView* X, const index_t* examples, index_t n,
-                               SolverScratch* s) noexcept nogil:
-    """List in ``s.touched`` the features of the examples; return how many."""
-    cdef index_t i, k, j, n_touched = 0, nnz
-    cdef const index_t* features
-    for i in range(n):
-        features = row_indices(X, examples[i])
-        nnz = row_nnz(X, examples[i])
-        for k in range(nnz):
-            j = features[k]
-            if not s.seen[j]:
-                s.seen[j] = 1
-                s.touched[n_touched] = j
-                n_touched += 1
-    return n_touched
-
-
 cdef float64_t _descend(const CSRView* X, const index_t* examples, const int8_t* targets,
                         index_t n, const float64_t* squared_norms,
                         const SolverSettings* settings, SolverScratch* s,
-                        index_t label) noexcept nogil:
+                        index_t label, index_t* n_touched) noexcept nogil:
     """Dual coordinate descent over the label's examples, with LIBLINEAR's
-    shrinking; return the bias (``s.weights`` holds the feature weights).
+    shrinking; return the bias. ``s.weights`` holds the feature weights, and
+    ``s.touched[:n_touched[0]]`` lists the features that were ever updated
+    (listed as they are updated, not in a pass of their own beforehand:
+    with shrinking, a label converges in a few passes, and a separate pass
+    over its examples' features cost as much as half of the descent).
 
     Shrinking: an example whose alpha is 0 and whose gradient exceeds the
     largest projected gradient of the previous pass is a negative the
@@ -264,7 +252,8 @@ cdef float64_t _descend(const CSRView* X, const index_t* examples, const int8_t*
     rng_seed(&rng, settings.seed ^ (<uint64_t>label * <uint64_t>0x9E3779B97F4A7C15))
     cdef float64_t bias = 0.0, gradient, projected, old, step, y
     cdef float64_t largest_old = INFINITY, largest, smallest
-    cdef index_t i, epoch, position, row, k, nnz, active = n, swapped
+    cdef index_t i, epoch, position, row, k, j, nnz, active = n, swapped, listed = 0
+    cdef index_t* touched = s.touched
     cdef const index_t* features
     cdef const float32_t* values
     cdef float64_t* w = s.weights
@@ -304,7 +293,12 @@ cdef float64_t _descend(const CSRView* X, const index_t* examples, const int8_t*
             s.alpha[i] = max(old - gradient / (squared_norms[row] + settings.diagonal), 0.0)
             step = (s.alpha[i] - old) * y
             for k in range(nnz):
-                w[features[k]] += step * values[k]
+                j = features[k]
+                w[j] += step * values[k]
+                # Branch-free append: overwritten unless j is new.
+                touched[listed] = j
+                listed += 1 - s.seen[j]
+                s.seen[j] = 1
             bias += step
         if largest - smallest <= settings.tolerance:
             if active == n:
@@ -312,6 +306,7 @@ cdef float64_t _descend(const CSRView* X, const index_t* examples, const int8_t*
             active, largest_old = n, INFINITY
             continue
         largest_old = largest if largest > 0 else INFINITY
+    n_touched[0] = listed
     return bias
 
 
