@@ -9,7 +9,7 @@
 # label histogram normalised to sum to 1; regressor m of node v is CSR row
 # v * arity + m of the weight arrays, with sorted feature ids.
 
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libcpp.queue cimport priority_queue
 from libcpp.utility cimport pair
 from libcpp.vector cimport vector
@@ -50,7 +50,8 @@ cdef class NodeTrainer:
     cdef RegressorGroup regressors        # the node's M regressors, over `state`
     cdef vector[float64_t] targets        # (M,) 1 if the example goes to child m, else 0
     cdef vector[float64_t] scores         # (M,) regressor scores after a step
-    cdef vector[uint8_t] feature_seen     # (D,) 1 if the feature is in node_features
+    cdef vector[uint64_t] feature_bits    # (ceil(D / 64),) bit j % 64 of word j // 64 set
+                                          # if feature j is in node_features
     cdef vector[index_t] node_features    # sorted features present at the node
     cdef vector[index_t] label_slot       # (K,) local slot of a label at the node, or -1
     cdef vector[index_t] node_labels      # labels reaching the node, by slot
