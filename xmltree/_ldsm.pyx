@@ -350,19 +350,15 @@ cdef class NodeTrainer:
 
     cdef void keep_largest(self, index_t m, index_t cap) noexcept nogil:
         """Zero all but the ``cap`` largest |weights| of regressor m over the node's
-        features (as float32; of equal magnitudes, the smaller feature ids stay)."""
+        features (as float32; of equal magnitudes, the smaller feature ids stay).
+
+        ``magnitudes`` holds the float32 magnitudes of its non-zero weights
+        (``round_weights`` collects them as it rounds).
+        """
         cdef index_t k, n_kept_ties
-        cdef offset_t n_nonzero, n_greater = 0
+        cdef offset_t n_nonzero = self.magnitudes.size(), n_greater = 0
         cdef float32_t magnitude, threshold
         cdef float64_t* weight
-        if <index_t>self.node_features.size() <= cap:
-            return
-        self.magnitudes.clear()
-        for k in range(<index_t>self.node_features.size()):
-            weight = weight_of(&self.regressors, m, self.node_features[k])
-            if weight[0] != 0.0:
-                self.magnitudes.push_back(<float32_t>fabs(weight[0]))
-        n_nonzero = self.magnitudes.size()
         if n_nonzero <= cap:
             return
         # The cap-th largest magnitude: everything above it stays, and as many
@@ -386,14 +382,19 @@ cdef class NodeTrainer:
     cdef void round_weights(self) noexcept nogil:
         """Replace the trained weights by the stored ones (float32; small, excess ones dropped)."""
         cdef index_t m, k, cap = self.weight_cap()
+        cdef bint capped = <index_t>self.node_features.size() > cap
         cdef float32_t stored
         cdef float64_t* weight
         for m in range(self.settings.arity):
+            self.magnitudes.clear()
             for k in range(<index_t>self.node_features.size()):
                 weight = weight_of(&self.regressors, m, self.node_features[k])
                 stored = <float32_t>weight[0]
                 weight[0] = stored if fabs(stored) >= self.settings.weight_threshold else 0.0
-            self.keep_largest(m, cap)
+                if capped and weight[0] != 0.0:
+                    self.magnitudes.push_back(<float32_t>fabs(weight[0]))
+            if capped:
+                self.keep_largest(m, cap)
             weight = weight_of(&self.regressors, m, self.X.n_cols)
             weight[0] = <float32_t>weight[0]
 
