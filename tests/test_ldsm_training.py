@@ -11,6 +11,7 @@ import pytest
 import scipy.sparse as sp
 from ldsm_reference import Xoshiro, nag_step, sgd_step, store_weights, train_node
 
+from xmltree._flat_tree import MAX_ARITY
 from xmltree._ldsm import _py_train_node, build_tree
 from xmltree._optim import _py_nag_step, _py_sgd_step
 from xmltree._random import _py_draw
@@ -131,7 +132,9 @@ def test_step_wrappers_reject_out_of_range_features():
 # ----------------------------------------------------------------------------- node training
 
 
-@pytest.mark.parametrize("arity", [2, 3])
+# MAX_ARITY: the M regressors of a node are one group of the _optim kernels,
+# which hold up to MAX_GROUP_SIZE regressors.
+@pytest.mark.parametrize("arity", [2, 3, MAX_ARITY])
 @pytest.mark.parametrize("optimizer,routing", [("nag", "margin"), ("sgd", "margin"),
                                                ("nag", "sigmoid"), ("sgd", "sigmoid")])
 def test_train_node_matches_reference(rng, arity, optimizer, routing):

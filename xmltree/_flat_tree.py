@@ -263,12 +263,25 @@ def concatenate_trees(trees: list[dict], arity: int, n_features: int,
     # Features kept by many regressors are the frequent ones (weights only
     # move where x is non-zero): give them neighbouring slots in the node
     # blocks, so a few cache lines of a block serve most examples.
-    usage = np.bincount(forest["weight_indices"], minlength=n_features)
+    usage = _count_ids(forest["weight_indices"], n_features)
     forest["feature_slot"] = np.empty(n_features, dtype=np.int32)
     forest["feature_slot"][np.argsort(-usage, kind="stable")] = np.arange(n_features)
     for array in forest.values():
         array.flags.writeable = False
     return forest
+
+
+def _count_ids(ids: np.ndarray, n_ids: int, chunk: int = 1 << 20) -> np.ndarray:
+    """``np.bincount(ids, minlength=n_ids)``, a chunk of ids at a time.
+
+    bincount first casts int32 ids to intp: whole, that is a temporary copy
+    twice the size of the model's feature ids, and most of the time is spent
+    zeroing its fresh pages.
+    """
+    counts = np.zeros(n_ids, dtype=np.intp)
+    for start in range(0, ids.shape[0], chunk):
+        counts += np.bincount(ids[start:start + chunk], minlength=n_ids)
+    return counts
 
 
 def _join(trees: list[dict], name: str, release: bool) -> np.ndarray:

@@ -9,12 +9,12 @@
 # label histogram normalised to sum to 1; regressor m of node v is CSR row
 # v * arity + m of the weight arrays, with sorted feature ids.
 
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libcpp.queue cimport priority_queue
 from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
-from ._optim cimport OptimizerKind, Regressor
+from ._optim cimport OptimizerKind, RegressorGroup
 from ._random cimport rng_state
 from ._sparse cimport CSRView
 from ._types cimport float32_t, float64_t, index_t, offset_t
@@ -45,12 +45,13 @@ cdef class NodeTrainer:
     cdef NodeSettings settings            # hyper-parameters
     cdef rng_state rng                    # the tree's generator (permutation, init, ties)
     cdef index_t n_rows                   # examples of the node being trained
-    cdef index_t stride                   # n_features + 1: dense row length (bias last)
-    cdef vector[float64_t] weights        # (M * stride,) regressor weights, bias last
-    cdef vector[float64_t] scale          # (M * stride,) NAG per-feature scales s_j
-    cdef vector[float64_t] sum_sq_grad    # (M * stride,) NAG per-feature G_j
-    cdef vector[Regressor] regressors     # (M,) views into the three arrays above
-    cdef vector[uint8_t] feature_seen     # (D,) 1 if the feature is in node_features
+    cdef vector[float64_t] state          # ((n_features + 1) * (1 + 2M),) weights and NAG
+                                          # state of the M regressors (see _optim.pxd)
+    cdef RegressorGroup regressors        # the node's M regressors, over `state`
+    cdef vector[float64_t] targets        # (M,) 1 if the example goes to child m, else 0
+    cdef vector[float64_t] scores         # (M,) regressor scores after a step
+    cdef vector[uint64_t] feature_bits    # (ceil(D / 64),) bit j % 64 of word j // 64 set
+                                          # if feature j is in node_features
     cdef vector[index_t] node_features    # sorted features present at the node
     cdef vector[index_t] label_slot       # (K,) local slot of a label at the node, or -1
     cdef vector[index_t] node_labels      # labels reaching the node, by slot
@@ -76,7 +77,7 @@ cdef class NodeTrainer:
     cdef index_t choose_subset(self, index_t n_labels) noexcept nogil
     cdef void update_statistics(self, index_t m, float64_t pred, index_t n_labels) noexcept nogil
     cdef index_t weight_cap(self) noexcept nogil
-    cdef void keep_largest(self, float64_t* weights, index_t cap) noexcept nogil
+    cdef void keep_largest(self, index_t m, index_t cap) noexcept nogil
     cdef void round_weights(self) noexcept nogil
     cdef void route_example(self, index_t row, float64_t* scores, uint8_t* goes) noexcept nogil
     cdef void finish_node(self) noexcept nogil

@@ -49,13 +49,13 @@ import numpy as np
 
 cimport numpy as cnp
 from libc.math cimport fabs
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libcpp.algorithm cimport nth_element, sort
 from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
-from ._optim cimport OPTIMIZER_NAG, OPTIMIZER_SGD, Regressor, regressor_step, reset_regressor
-from ._optim cimport score, sigmoid
+from ._optim cimport MAX_GROUP_SIZE, OPTIMIZER_NAG, OPTIMIZER_SGD, regressor_step, reset_group
+from ._optim cimport score, sigmoid, weight_of
 from ._random cimport rng_below, rng_seed, rng_shuffle, rng_uniform
 from ._routing cimport route
 from ._sparse cimport CSRView, csr_view
@@ -71,10 +71,17 @@ cdef float64_t TIE_TOLERANCE = 1e-12
 #: Width of the uniform interval the initial biases are drawn from.
 cdef float64_t INIT_BIAS_SPREAD = 0.02
 
-#: A node lists its features by scanning all D flags, rather than sorting
-#: them, once it has more than D / SCAN_FACTOR of them (about where log2 F
-#: comparisons per feature cost more than D / F flag reads).
-cdef offset_t SCAN_FACTOR = 8
+#: A node lists its features by scanning the D / 64 words of its feature
+#: bits, rather than sorting them, once it has more than D / SCAN_FACTOR of
+#: them (about where sorting F features costs more than the scan).
+cdef offset_t SCAN_FACTOR = 1024
+
+cdef extern from *:
+    """
+    #define XMLTREE_LOWEST_BIT(word) __builtin_ctzll(word)
+    """
+    # Index of the lowest set bit of a non-zero word (GCC/Clang builtin).
+    int lowest_bit "XMLTREE_LOWEST_BIT" (uint64_t word) noexcept nogil
 
 _OPTIMIZERS = {"sgd": OPTIMIZER_SGD, "nag": OPTIMIZER_NAG}
 
@@ -124,19 +131,19 @@ cdef class NodeTrainer:
 
     def _allocate(self, index_t max_labels_per_row):
         """Size the scratch once for the whole tree and wire the regressors."""
-        cdef index_t m, arity = self.settings.arity
-        cdef offset_t dense_size = <offset_t>arity * (self.X.n_cols + 1)
-        self.stride = self.X.n_cols + 1
-        self.weights.assign(dense_size, 0.0)
-        self.scale.assign(dense_size, 0.0)
-        self.sum_sq_grad.assign(dense_size, 0.0)
-        self.regressors.resize(arity)
-        for m in range(arity):
-            self.regressors[m].weights = &self.weights[<offset_t>m * self.stride]
-            self.regressors[m].scale = &self.scale[<offset_t>m * self.stride]
-            self.regressors[m].sum_sq_grad = &self.sum_sq_grad[<offset_t>m * self.stride]
-            self.regressors[m].bias_index = self.X.n_cols
-        self.feature_seen.assign(self.X.n_cols, 0)
+        cdef index_t arity = self.settings.arity
+        if arity > MAX_GROUP_SIZE:
+            raise ValueError(f"arity must be at most {MAX_GROUP_SIZE}, got {arity}")
+        self.regressors.n_regressors = arity
+        self.regressors.block_size = 1 + 2 * arity
+        self.state.assign(<offset_t>(self.X.n_cols + 1) * self.regressors.block_size, 0.0)
+        self.regressors.state = self.state.data()
+        self.regressors.norm = 0.0
+        self.regressors.n_updates = 0
+        self.regressors.bias_index = self.X.n_cols
+        self.targets.assign(arity, 0.0)
+        self.scores.assign(arity, 0.0)
+        self.feature_bits.assign((self.X.n_cols + 63) // 64, 0)
         self.label_slot.assign(self.Y.n_cols, -1)
         self.prob.assign(arity, 0.0)
         self.example_slots.assign(max_labels_per_row, 0)
@@ -151,14 +158,16 @@ cdef class NodeTrainer:
         """Collect the node's features and labels, zero its statistics, draw the biases."""
         cdef index_t i, m, j, label
         cdef offset_t k
+        cdef uint64_t bit
         self.node_features.clear()
         self.node_labels.clear()
         self.n_rows = n_rows
         for i in range(n_rows):
             for k in range(self.X.indptr[rows[i]], self.X.indptr[rows[i] + 1]):
                 j = self.X.indices[k]
-                if not self.feature_seen[j]:
-                    self.feature_seen[j] = 1
+                bit = (<uint64_t>1) << (j % 64)
+                if not self.feature_bits[j // 64] & bit:
+                    self.feature_bits[j // 64] |= bit
                     self.node_features.push_back(j)
             for k in range(self.Y.indptr[rows[i]], self.Y.indptr[rows[i] + 1]):
                 label = self.Y.indices[k]
@@ -171,25 +180,28 @@ cdef class NodeTrainer:
         self.total_count = 0
         for m in range(self.settings.arity):
             self.prob[m] = 0.0
-            self.regressors[m].weights[self.X.n_cols] = (
+            weight_of(&self.regressors, m, self.X.n_cols)[0] = (
                 (rng_uniform(&self.rng) - 0.5) * INIT_BIAS_SPREAD)
         return 0
 
     cdef void sort_node_features(self) noexcept nogil:
         """Put ``node_features`` in increasing order.
 
-        Near the root most features are present, and re-reading them from the
-        ``feature_seen`` flags in id order (one linear pass over D bytes) is
-        several times cheaper than a comparison sort of F log F steps.
+        Above a few features per thousand, re-reading them from the feature
+        bits in id order (one linear pass over D / 64 words) is cheaper than a
+        comparison sort of F log F steps.
         """
-        cdef index_t j, n_present = <index_t>self.node_features.size()
+        cdef index_t w, n_present = <index_t>self.node_features.size()
+        cdef uint64_t word
         if <offset_t>n_present * SCAN_FACTOR < self.X.n_cols:
             sort(self.node_features.begin(), self.node_features.end())
             return
         self.node_features.clear()
-        for j in range(self.X.n_cols):
-            if self.feature_seen[j]:
-                self.node_features.push_back(j)
+        for w in range(<index_t>self.feature_bits.size()):
+            word = self.feature_bits[w]
+            while word != 0:
+                self.node_features.push_back(w * 64 + lowest_bit(word))
+                word &= word - 1
 
     cdef void train_node(self, const index_t* rows, index_t n_rows, float64_t* trace,
                          index_t* directions) noexcept nogil:
@@ -221,7 +233,7 @@ cdef class NodeTrainer:
         cdef offset_t x_start = self.X.indptr[row]
         cdef index_t nnz = <index_t>(self.X.indptr[row + 1] - x_start)
         cdef index_t k, m, slot, chosen
-        cdef float64_t z, pred
+        cdef float64_t pred
         if n_labels == 0:
             return 0
         self.total_count += n_labels
@@ -232,10 +244,13 @@ cdef class NodeTrainer:
         chosen = self.choose_subset(n_labels)
         chosen_objective[0] = self.objective[chosen]
         for m in range(self.settings.arity):
-            z = regressor_step(self.settings.optimizer, &self.regressors[m],
-                               self.X.indices + x_start, self.X.values + x_start, nnz,
-                               <float64_t>((chosen >> m) & 1), self.settings.learning_rate)
-            pred = sigmoid(z) if self.settings.sigmoid_routing else clamp_unit(z)
+            self.targets[m] = <float64_t>((chosen >> m) & 1)
+        regressor_step(self.settings.optimizer, &self.regressors, self.X.indices + x_start,
+                       self.X.values + x_start, nnz, self.targets.data(),
+                       self.settings.learning_rate, self.scores.data())
+        for m in range(self.settings.arity):
+            pred = (sigmoid(self.scores[m]) if self.settings.sigmoid_routing
+                    else clamp_unit(self.scores[m]))
             self.update_statistics(m, pred, n_labels)
         return chosen
 
@@ -333,20 +348,17 @@ cdef class NodeTrainer:
             return max(1, <index_t>min(budget, <float64_t>self.X.n_cols))
         return self.settings.max_weights
 
-    cdef void keep_largest(self, float64_t* weights, index_t cap) noexcept nogil:
-        """Zero all but the ``cap`` largest |weights| of the node's features
-        (as float32; of equal magnitudes, the smaller feature ids stay)."""
-        cdef index_t k, j, n_kept_ties
-        cdef offset_t n_nonzero, n_greater = 0
+    cdef void keep_largest(self, index_t m, index_t cap) noexcept nogil:
+        """Zero all but the ``cap`` largest |weights| of regressor m over the node's
+        features (as float32; of equal magnitudes, the smaller feature ids stay).
+
+        ``magnitudes`` holds the float32 magnitudes of its non-zero weights
+        (``round_weights`` collects them as it rounds).
+        """
+        cdef index_t k, n_kept_ties
+        cdef offset_t n_nonzero = self.magnitudes.size(), n_greater = 0
         cdef float32_t magnitude, threshold
-        if <index_t>self.node_features.size() <= cap:
-            return
-        self.magnitudes.clear()
-        for k in range(<index_t>self.node_features.size()):
-            j = self.node_features[k]
-            if weights[j] != 0.0:
-                self.magnitudes.push_back(<float32_t>fabs(weights[j]))
-        n_nonzero = self.magnitudes.size()
+        cdef float64_t* weight
         if n_nonzero <= cap:
             return
         # The cap-th largest magnitude: everything above it stays, and as many
@@ -358,28 +370,33 @@ cdef class NodeTrainer:
             n_greater += self.magnitudes[k] > threshold
         n_kept_ties = cap - <index_t>n_greater
         for k in range(<index_t>self.node_features.size()):
-            j = self.node_features[k]
-            magnitude = <float32_t>fabs(weights[j])
-            if weights[j] == 0.0 or magnitude > threshold:
+            weight = weight_of(&self.regressors, m, self.node_features[k])
+            magnitude = <float32_t>fabs(weight[0])
+            if weight[0] == 0.0 or magnitude > threshold:
                 continue
             if magnitude == threshold and n_kept_ties > 0:
                 n_kept_ties -= 1
             else:
-                weights[j] = 0.0
+                weight[0] = 0.0
 
     cdef void round_weights(self) noexcept nogil:
         """Replace the trained weights by the stored ones (float32; small, excess ones dropped)."""
-        cdef index_t m, k, j, cap = self.weight_cap()
+        cdef index_t m, k, cap = self.weight_cap()
+        cdef bint capped = <index_t>self.node_features.size() > cap
         cdef float32_t stored
-        cdef float64_t* weights
+        cdef float64_t* weight
         for m in range(self.settings.arity):
-            weights = self.regressors[m].weights
+            self.magnitudes.clear()
             for k in range(<index_t>self.node_features.size()):
-                j = self.node_features[k]
-                stored = <float32_t>weights[j]
-                weights[j] = stored if fabs(stored) >= self.settings.weight_threshold else 0.0
-            self.keep_largest(weights, cap)
-            weights[self.X.n_cols] = <float32_t>weights[self.X.n_cols]
+                weight = weight_of(&self.regressors, m, self.node_features[k])
+                stored = <float32_t>weight[0]
+                weight[0] = stored if fabs(stored) >= self.settings.weight_threshold else 0.0
+                if capped and weight[0] != 0.0:
+                    self.magnitudes.push_back(<float32_t>fabs(weight[0]))
+            if capped:
+                self.keep_largest(m, cap)
+            weight = weight_of(&self.regressors, m, self.X.n_cols)
+            weight[0] = <float32_t>weight[0]
 
     cdef void route_example(self, index_t row, float64_t* scores, uint8_t* goes) noexcept nogil:
         """CreateChildren (Algorithm 5) for one example: fill ``goes[m]`` in {0, 1}."""
@@ -387,18 +404,16 @@ cdef class NodeTrainer:
         cdef index_t nnz = <index_t>(self.X.indptr[row + 1] - start)
         cdef index_t m
         for m in range(self.settings.arity):
-            scores[m] = score(&self.regressors[m], self.X.indices + start,
+            scores[m] = score(&self.regressors, m, self.X.indices + start,
                               self.X.values + start, nnz)
         route(scores, self.settings.arity, self.settings.threshold, goes)
 
     cdef void finish_node(self) noexcept nogil:
         """Reset every scratch entry the node touched, ready for the next node."""
-        cdef index_t m, k
-        for m in range(self.settings.arity):
-            reset_regressor(&self.regressors[m], self.node_features.data(),
-                            self.node_features.size())
+        cdef index_t k
+        reset_group(&self.regressors, self.node_features.data(), self.node_features.size())
         for k in range(<index_t>self.node_features.size()):
-            self.feature_seen[self.node_features[k]] = 0
+            self.feature_bits[self.node_features[k] // 64] = 0
         for k in range(<index_t>self.node_labels.size()):
             self.label_slot[self.node_labels[k]] = -1
 
@@ -521,19 +536,20 @@ cdef class TreeBuilder:
     cdef int store_split(self, index_t node) except -1 nogil:
         """Record the trained node's regressors and trace, and create its children."""
         cdef index_t m, k, j, row, first
-        cdef const float64_t* weights
+        cdef float64_t weight
         cdef bint has_empty_child = False
         for m in range(self.arity):
             row = node * self.arity + m
-            weights = self.trainer.regressors[m].weights
             self.weight_begin[row] = self.weight_feature.size()
             for k in range(<index_t>self.trainer.node_features.size()):
                 j = self.trainer.node_features[k]
-                if weights[j] != 0.0:
+                weight = weight_of(&self.trainer.regressors, m, j)[0]
+                if weight != 0.0:
                     self.weight_feature.push_back(j)
-                    self.weight_value.push_back(<float32_t>weights[j])
+                    self.weight_value.push_back(<float32_t>weight)
             self.weight_end[row] = self.weight_feature.size()
-            self.bias[row] = <float32_t>weights[self.trainer.X.n_cols]
+            self.bias[row] = <float32_t>weight_of(&self.trainer.regressors, m,
+                                                  self.trainer.X.n_cols)[0]
         self.trace_begin[node] = self.trace_value.size()
         for k in range(self.trainer.settings.epochs):
             self.trace_value.push_back(<float32_t>self.epoch_objective[k])
@@ -759,6 +775,17 @@ def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, l
     return builder.to_arrays()
 
 
+cdef object _dense_weights(NodeTrainer trainer):
+    """Copy the trainer's weights into an (arity, n_features + 1) array, bias last."""
+    cdef index_t m, j
+    weights = np.empty((trainer.settings.arity, trainer.X.n_cols + 1))
+    cdef float64_t[:, ::1] out = weights
+    for m in range(trainer.settings.arity):
+        for j in range(trainer.X.n_cols + 1):
+            out[m, j] = weight_of(&trainer.regressors, m, j)[0]
+    return weights
+
+
 def _py_train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, learning_rate,
                    routing, seed, max_weights=None):
     """Train one node on ``rows`` and return its internals (for the tests).
@@ -788,8 +815,7 @@ def _py_train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, le
     trainer.train_node(row_ptr, rows.size, <float64_t*>cnp.PyArray_DATA(trace),
                        <index_t*>cnp.PyArray_DATA(directions))
     n_features = X.shape[1]
-    dense = np.asarray(<float64_t[:arity * trainer.stride]>trainer.weights.data()).copy()
-    dense = dense.reshape(arity, trainer.stride)
+    dense = _dense_weights(trainer)
     node_labels = np.asarray(trainer.node_labels, dtype=np.int32)
     order = np.argsort(node_labels)
     result = {
@@ -804,7 +830,6 @@ def _py_train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, le
         "bias": dense[:, n_features],
     }
     trainer.round_weights()
-    stored = np.asarray(<float64_t[:arity * trainer.stride]>trainer.weights.data()).copy()
-    result["stored_weights"] = stored.reshape(arity, trainer.stride)[:, :n_features]
+    result["stored_weights"] = _dense_weights(trainer)[:, :n_features]
     trainer.finish_node()
     return result

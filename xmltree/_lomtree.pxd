@@ -10,7 +10,7 @@
 from libc.stdint cimport int32_t, int64_t
 from libcpp.vector cimport vector
 
-from ._optim cimport OptimizerKind, Regressor
+from ._optim cimport OptimizerKind, RegressorGroup
 from ._types cimport float32_t, float64_t, index_t
 
 
@@ -48,11 +48,10 @@ cdef struct ClassStats:
 cdef class LOMTreeBuilder:
     cdef vector[Node] nodes                    # the tree; capacity 2 * max_internal_nodes + 1
     cdef vector[vector[ClassStats]] stats      # stats[v]: ClassStats of node v, sorted by label
-    cdef vector[Regressor] regressors          # one per slot in use (n_internal); capacity T;
-                                               # arrays point into the rows below
-    cdef float64_t[:, ::1] weights             # (max_internal_nodes, n_features + 1), bias last
-    cdef float64_t[:, ::1] scale               # NAG per-feature scales, same shape
-    cdef float64_t[:, ::1] sum_sq_grad         # NAG per-feature squared-gradient sums, same shape
+    cdef vector[RegressorGroup] regressors     # one group of one regressor per slot in use
+                                               # (n_internal); capacity T; over state rows
+    cdef float64_t[:, :, ::1] state            # (max_internal_nodes, n_features + 1, 3): per
+                                               # slot and feature s_j, w_j, G_j; bias last
     cdef readonly index_t n_features           # dimension of x (without the bias)
     cdef readonly index_t n_classes            # class ids are 0 .. n_classes - 1
     cdef readonly index_t max_internal_nodes   # T, the budget of regressors

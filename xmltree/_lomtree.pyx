@@ -42,8 +42,8 @@ from libc.stdint cimport int32_t, int64_t
 from libc.string cimport memset
 from libcpp.vector cimport vector
 
-from ._optim cimport OPTIMIZER_NAG, OPTIMIZER_SGD, Regressor, nag_margin_step, regressor_step
-from ._optim cimport score, sgd_margin_step
+from ._optim cimport OPTIMIZER_NAG, OPTIMIZER_SGD, RegressorGroup, nag_margin_step
+from ._optim cimport regressor_step, score, sgd_margin_step
 from ._sparse cimport CSRView, csr_view, row_indices, row_nnz, row_values
 from ._top_k cimport offer_top_k, sort_top_k
 from ._types cimport float32_t, float64_t, index_t, offset_t
@@ -112,9 +112,7 @@ cdef class LOMTreeBuilder:
         self.optimizer = OPTIMIZER_NAG if optimizer == "nag" else OPTIMIZER_SGD
         self.loss = LOSS_HINGE if loss == "hinge" else LOSS_LOGISTIC
         # np.zeros maps untouched pages lazily, so an unused slot costs no memory.
-        self.weights = np.zeros((max_internal_nodes, n_features + 1))
-        self.scale = np.zeros((max_internal_nodes, n_features + 1))
-        self.sum_sq_grad = np.zeros((max_internal_nodes, n_features + 1))
+        self.state = np.zeros((max_internal_nodes, n_features + 1, 3))
         # Reserving the final sizes keeps Node* and ClassStats* pointers valid
         # while growing, and lets the noexcept _append_* never allocate. The
         # memory is touched only as nodes and slots come into use, so a large
@@ -166,11 +164,11 @@ cdef class LOMTreeBuilder:
 
         noexcept is safe: ``__cinit__`` reserved the capacity of every slot.
         """
-        cdef Regressor fresh
+        cdef RegressorGroup fresh
         cdef index_t slot = <index_t>self.regressors.size()
-        fresh.weights = &self.weights[slot, 0]
-        fresh.scale = &self.scale[slot, 0]
-        fresh.sum_sq_grad = &self.sum_sq_grad[slot, 0]
+        fresh.state = &self.state[slot, 0, 0]
+        fresh.n_regressors = 1
+        fresh.block_size = 3
         fresh.bias_index = self.n_features
         fresh.norm = 0.0
         fresh.n_updates = 0
@@ -178,10 +176,7 @@ cdef class LOMTreeBuilder:
 
     cdef void _reset_regressor(self, index_t slot) noexcept nogil:
         """Zero the weights and optimiser state of a regressor slot."""
-        cdef size_t row_bytes = (self.n_features + 1) * sizeof(float64_t)
-        memset(self.regressors[slot].weights, 0, row_bytes)
-        memset(self.regressors[slot].scale, 0, row_bytes)
-        memset(self.regressors[slot].sum_sq_grad, 0, row_bytes)
+        memset(self.regressors[slot].state, 0, (self.n_features + 1) * 3 * sizeof(float64_t))
         self.regressors[slot].norm = 0.0
         self.regressors[slot].n_updates = 0
 
@@ -307,11 +302,12 @@ cdef class LOMTreeBuilder:
         cdef float64_t class_mean = (stats.score_sum / stats.n_trained
                                      if stats.n_trained > 0 else 0.0)
         cdef bint go_left = mean_score > class_mean
-        cdef Regressor* regressor = &self.regressors[v.regressor]
+        cdef RegressorGroup* regressor = &self.regressors[v.regressor]
+        cdef float64_t target = 0.0 if go_left else 1.0
         cdef float64_t z
         if self.loss == LOSS_LOGISTIC:
-            z = regressor_step(self.optimizer, regressor, indices, values, nnz,
-                               0.0 if go_left else 1.0, self.learning_rate)
+            regressor_step(self.optimizer, regressor, indices, values, nnz, &target,
+                           self.learning_rate, &z)
         elif self.optimizer == OPTIMIZER_NAG:
             z = nag_margin_step(regressor, indices, values, nnz, -1.0 if go_left else 1.0,
                                 self.learning_rate)
@@ -401,7 +397,7 @@ cdef class LOMTreeBuilder:
         cdef Node* v
         while self.nodes[node].left >= 0:
             v = &self.nodes[node]
-            node = v.left if score(&self.regressors[v.regressor], indices, values,
+            node = v.left if score(&self.regressors[v.regressor], 0, indices, values,
                                    nnz) < 0.0 else v.right
         return node
 
@@ -434,7 +430,7 @@ cdef class LOMTreeBuilder:
                     n_candidates += 1
                     continue
                 expanded = True
-                s = (scale * score(&self.regressors[v.regressor], indices, values, nnz)
+                s = (scale * score(&self.regressors[v.regressor], 0, indices, values, nnz)
                      / margins[beam[i].node])
                 # Right first: on a tie (s == 0) it wins, as on the single path.
                 candidates[n_candidates].log_prob = beam[i].log_prob + _log_sigmoid(s)
@@ -733,9 +729,10 @@ cdef class LOMTreeBuilder:
         out = self.node_arrays()
         out.update(self.stats_arrays())
         used = self.n_internal
-        out["weights"] = np.array(self.weights[:used])
-        out["scale"] = np.array(self.scale[:used])
-        out["sum_sq_grad"] = np.array(self.sum_sq_grad[:used])
+        state = np.asarray(self.state)[:used]
+        out["weights"] = state[:, :, 1].copy()
+        out["scale"] = state[:, :, 0].copy()
+        out["sum_sq_grad"] = state[:, :, 2].copy()
         out["regressor_norm"] = np.array([self.regressors[s].norm for s in range(used)],
                                          dtype=np.float64)
         out["regressor_n_updates"] = np.array(
@@ -770,9 +767,10 @@ cdef class LOMTreeBuilder:
                 item.score_sum = arrays["stats_score_sum"][entry]
                 self.stats[node].push_back(item)
                 v.max_reached = max(v.max_reached, item.n_reached)
-        np.asarray(self.weights)[:used] = arrays["weights"]
-        np.asarray(self.scale)[:used] = arrays["scale"]
-        np.asarray(self.sum_sq_grad)[:used] = arrays["sum_sq_grad"]
+        state = np.asarray(self.state)[:used]
+        state[:, :, 0] = arrays["scale"]
+        state[:, :, 1] = arrays["weights"]
+        state[:, :, 2] = arrays["sum_sq_grad"]
         for slot in range(used):
             self._append_regressor()
             self.regressors[slot].norm = arrays["regressor_norm"][slot]

@@ -1,26 +1,40 @@
-# Online updates of one linear regressor on one sparse example.
+# Online updates of linear regressors on one sparse example.
 #
 # A regressor scores an example x with z = w[bias] + sum_j x_j * w[j], where the
 # bias is an extra feature of constant value 1 stored at index `bias_index`
-# (= n_features) of every dense array below. Both optimisers minimise the
+# (= n_features) of the dense state below. Both optimisers minimise the
 # logistic cross-entropy of sigmoid(z) against a target in {0, 1}, whose
 # gradient with respect to z is g = sigmoid(z) - target.
 #
-# The state arrays are dense over the feature space so that a step costs
-# O(nnz(x)); whoever owns them resets only the entries it touched. Features
-# with x_j == 0 (explicit zeros) are skipped everywhere, so they never change
-# a weight, a scale or a normaliser.
+# Regressors are trained in groups that see the same examples: the M
+# regressors of an LdSM node (one per child), or the single regressor of a
+# LOMtree node. A step updates every regressor of its group on one example,
+# each towards its own target. NAG's scales s_j and normaliser N depend only
+# on the examples, so the regressors of a group share them: they hold what M
+# separate regressors stepped on the same examples would hold, computed once.
+#
+# The state of a group is dense over the feature space, so that a step costs
+# O(nnz(x)); whoever owns it resets only the entries it touched. Each feature
+# has one block of 1 + 2M float64, so that a step reads and writes one or two
+# cache lines per feature for the whole group (separate arrays per quantity
+# and per regressor took 3M):
+#
+#     block_j = [s_j, w_j^0 .. w_j^(M-1), G_j^0 .. G_j^(M-1)]
+#
+# Features with x_j == 0 (explicit zeros) are skipped everywhere, so they
+# never change a weight, a scale or a normaliser.
 #
 # The *margin* steps are the alternative used by LOMtree: they move the score
 # towards a target sign s in {-1, +1} with a hinge-type loss and stop once
-# s * z >= 1 (see _optim.pyx).
+# s * z >= 1 (see _optim.pyx). Whether a regressor steps then depends on its
+# own score, so they take groups of one regressor.
 #
 # These kernels are shared by every tree learner that trains linear node
 # regressors online (LdSM, LOMtree).
 
 from libc.stdint cimport int64_t
 
-from ._types cimport float32_t, float64_t, index_t
+from ._types cimport float32_t, float64_t, index_t, offset_t
 
 
 cdef enum OptimizerKind:
@@ -28,38 +42,56 @@ cdef enum OptimizerKind:
     OPTIMIZER_NAG = 1   # normalized adaptive gradient (Ross, Mineiro & Langford 2013)
 
 
-cdef struct Regressor:
-    # One linear regressor and its optimiser state (all arrays n_features + 1 long).
-    float64_t* weights      # w_j; weights[bias_index] is the bias
-    float64_t* scale        # NAG: s_j, the largest |x_j| seen so far (0 = never seen)
-    float64_t* sum_sq_grad  # NAG: G_j, the sum of squared per-feature gradients
+cdef enum:
+    # Regressors per group, at most (at least xmltree._flat_tree.MAX_ARITY).
+    MAX_GROUP_SIZE = 8
+
+
+cdef struct RegressorGroup:
+    # M linear regressors trained on the same examples, and their optimiser state.
+    float64_t* state        # (n_features + 1) blocks of block_size float64, bias last
+    index_t n_regressors    # M, 1 to MAX_GROUP_SIZE
+    index_t block_size      # 1 + 2M: s_j, then w_j of each regressor, then G_j of each
     float64_t norm          # NAG: N, the running sum of (x_j / s_j)^2 over updates
     int64_t n_updates       # t, the number of updates applied so far
     index_t bias_index      # index of the constant bias feature (= n_features)
 
 
+cdef inline float64_t* feature_block(const RegressorGroup* group, index_t j) noexcept nogil:
+    """Return the state block of feature j (the bias for ``j == bias_index``)."""
+    return group.state + <offset_t>j * group.block_size
+
+
+cdef inline float64_t* weight_of(const RegressorGroup* group, index_t m, index_t j) noexcept nogil:
+    """Return a pointer to w_j of regressor m (its bias for ``j == bias_index``)."""
+    return feature_block(group, j) + 1 + m
+
+
 cdef float64_t sigmoid(float64_t z) noexcept nogil
 
-cdef float64_t score(const Regressor* regressor, const index_t* indices,
+cdef float64_t score(const RegressorGroup* group, index_t m, const index_t* indices,
                      const float32_t* values, index_t nnz) noexcept nogil
 
-cdef float64_t sgd_step(Regressor* regressor, const index_t* indices, const float32_t* values,
-                        index_t nnz, float64_t target, float64_t learning_rate) noexcept nogil
+cdef void sgd_step(RegressorGroup* group, const index_t* indices, const float32_t* values,
+                   index_t nnz, const float64_t* targets, float64_t learning_rate,
+                   float64_t* scores) noexcept nogil
 
-cdef float64_t nag_step(Regressor* regressor, const index_t* indices, const float32_t* values,
-                        index_t nnz, float64_t target, float64_t learning_rate) noexcept nogil
+cdef void nag_step(RegressorGroup* group, const index_t* indices, const float32_t* values,
+                   index_t nnz, const float64_t* targets, float64_t learning_rate,
+                   float64_t* scores) noexcept nogil
 
-cdef float64_t regressor_step(OptimizerKind optimizer, Regressor* regressor,
-                              const index_t* indices, const float32_t* values, index_t nnz,
-                              float64_t target, float64_t learning_rate) noexcept nogil
+cdef void regressor_step(OptimizerKind optimizer, RegressorGroup* group,
+                         const index_t* indices, const float32_t* values, index_t nnz,
+                         const float64_t* targets, float64_t learning_rate,
+                         float64_t* scores) noexcept nogil
 
-cdef void reset_regressor(Regressor* regressor, const index_t* features,
-                          index_t n_features_touched) noexcept nogil
+cdef void reset_group(RegressorGroup* group, const index_t* features,
+                      index_t n_features_touched) noexcept nogil
 
-cdef float64_t sgd_margin_step(Regressor* regressor, const index_t* indices,
+cdef float64_t sgd_margin_step(RegressorGroup* group, const index_t* indices,
                                const float32_t* values, index_t nnz, float64_t sign,
                                float64_t learning_rate) noexcept nogil
 
-cdef float64_t nag_margin_step(Regressor* regressor, const index_t* indices,
+cdef float64_t nag_margin_step(RegressorGroup* group, const index_t* indices,
                                const float32_t* values, index_t nnz, float64_t sign,
                                float64_t learning_rate) noexcept nogil

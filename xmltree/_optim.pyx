@@ -1,4 +1,4 @@
-"""Online SGD and NAG updates of one linear regressor (see ``_optim.pxd``).
+"""Online SGD and NAG updates of groups of linear regressors (see ``_optim.pxd``).
 
 NAG is the *normalized adaptive gradient* update of Ross, Mineiro & Langford
 (2013), the default update of Vowpal Wabbit, not Nesterov's method. Per
@@ -32,6 +32,51 @@ from libc.math cimport exp, fabs, fmax, fmin, sqrt
 
 from ._types cimport float32_t, float64_t, index_t
 
+cdef extern from *:
+    """
+    #include <string.h>
+
+    /* Two lanes of NAG's per-feature step (see _nag_update_feature): lane by
+       lane the same IEEE operations in the same order, with the square roots
+       and the divisions in one packed instruction each: the scalar step spends
+       most of its time waiting on them. GCC/Clang vector extensions. */
+    typedef double xmltree_pair __attribute__((vector_size(16)));
+    typedef long long xmltree_pair_mask __attribute__((vector_size(16)));
+
+    static inline void xmltree_nag_update_pair(double* weights, double* sum_sq_grad,
+                                               double scale, double x, const double* g,
+                                               double rate, double* z) {
+        const xmltree_pair xs = {x, x}, scales = {scale, scale}, rates = {rate, rate};
+        const xmltree_pair zero = {0.0, 0.0};
+        xmltree_pair gradient, sum, weight, score, root, step;
+        memcpy(&gradient, g, sizeof gradient);
+        memcpy(&sum, sum_sq_grad, sizeof sum);
+        memcpy(&weight, weights, sizeof weight);
+        memcpy(&score, z, sizeof score);
+        gradient = gradient * xs;
+        sum = sum + gradient * gradient;
+        root = (xmltree_pair){sqrt(sum[0]), sqrt(sum[1])};
+        step = rates * gradient / (scales * root);
+        /* No step where G_j == 0: the step's bits become those of +0.0. */
+        step = (xmltree_pair)((xmltree_pair_mask)step & (sum > zero));
+        weight = weight - step;
+        score = score + xs * weight;
+        memcpy(sum_sq_grad, &sum, sizeof sum);
+        memcpy(weights, &weight, sizeof weight);
+        memcpy(z, &score, sizeof score);
+    }
+    """
+    void nag_update_pair "xmltree_nag_update_pair" (
+        float64_t* weights, float64_t* sum_sq_grad, float64_t scale, float64_t x,
+        const float64_t* g, float64_t rate, float64_t* z) noexcept nogil
+
+# Offsets in a feature block (see _optim.pxd): the scale s_j, then the weight of
+# regressor m at WEIGHT + m; in a group of one regressor, G_j at SUM_SQ_GRAD.
+cdef enum:
+    SCALE = 0
+    WEIGHT = 1
+    SUM_SQ_GRAD = 2
+
 
 cdef float64_t sigmoid(float64_t z) noexcept nogil:
     """Return the logistic function of `z` without overflowing ``exp``."""
@@ -42,101 +87,124 @@ cdef float64_t sigmoid(float64_t z) noexcept nogil:
     return e / (1.0 + e)
 
 
-cdef float64_t score(const Regressor* regressor, const index_t* indices,
+cdef float64_t score(const RegressorGroup* group, index_t m, const index_t* indices,
                      const float32_t* values, index_t nnz) noexcept nogil:
-    """Return ``z = bias + sum_j x_j * w_j``, accumulated bias first, j increasing."""
-    cdef const float64_t* weights = regressor.weights
-    cdef float64_t z = weights[regressor.bias_index]
+    """Return ``z = bias + sum_j x_j * w_j`` of regressor m, bias first, j increasing."""
+    cdef float64_t z = weight_of(group, m, group.bias_index)[0]
     cdef index_t k
     for k in range(nnz):
         if values[k] != 0.0:
-            z += <float64_t>values[k] * weights[indices[k]]
+            z += <float64_t>values[k] * weight_of(group, m, indices[k])[0]
     return z
 
 
-cdef float64_t sgd_step(Regressor* regressor, const index_t* indices, const float32_t* values,
-                        index_t nnz, float64_t target, float64_t learning_rate) noexcept nogil:
-    """Apply ``w_j -= learning_rate * g * x_j`` and return the score after the update."""
-    cdef float64_t* weights = regressor.weights
-    cdef index_t bias = regressor.bias_index
-    cdef float64_t z = score(regressor, indices, values, nnz)
-    cdef float64_t step = learning_rate * (sigmoid(z) - target)
-    cdef float64_t x, z_after
-    cdef index_t k, j
-    weights[bias] -= step
-    z_after = weights[bias]
-    for k in range(nnz):
-        x = values[k]
-        if x != 0.0:
-            j = indices[k]
-            weights[j] -= step * x
-            z_after += x * weights[j]
-    regressor.n_updates += 1
-    return z_after
+cdef void sgd_step(RegressorGroup* group, const index_t* indices, const float32_t* values,
+                   index_t nnz, const float64_t* targets, float64_t learning_rate,
+                   float64_t* scores) noexcept nogil:
+    """Apply ``w_j -= learning_rate * g * x_j`` to each regressor; write its new score."""
+    cdef float64_t* weight
+    cdef float64_t step, x, z_after
+    cdef index_t m, k
+    for m in range(group.n_regressors):
+        step = learning_rate * (sigmoid(score(group, m, indices, values, nnz)) - targets[m])
+        weight = weight_of(group, m, group.bias_index)
+        weight[0] -= step
+        z_after = weight[0]
+        for k in range(nnz):
+            x = values[k]
+            if x != 0.0:
+                weight = weight_of(group, m, indices[k])
+                weight[0] -= step * x
+                z_after += x * weight[0]
+        scores[m] = z_after
+    group.n_updates += 1
 
 
-cdef inline float64_t _observe_feature(Regressor* regressor, index_t j,
-                                       float64_t x) noexcept nogil:
-    """Grow the scale of feature j to ``|x|`` if needed; return ``(x / s_j)^2``."""
+cdef inline float64_t _observe_feature(float64_t* block, index_t n_regressors, float64_t x,
+                                       float64_t* z) noexcept nogil:
+    """Grow the scale of a feature block to ``|x|`` if needed (rescaling its weights),
+    add ``x * w_j`` to the score ``z[m]`` of each regressor m; return ``(x / s_j)^2``."""
     cdef float64_t magnitude = fabs(x)
-    cdef float64_t* scale = regressor.scale
-    cdef float64_t ratio
-    if magnitude > scale[j]:
-        if scale[j] > 0.0:
-            regressor.weights[j] *= scale[j] / magnitude
-        scale[j] = magnitude
-    ratio = x / scale[j]
+    cdef float64_t shrink, ratio
+    cdef index_t m
+    if magnitude > block[SCALE]:
+        if block[SCALE] > 0.0:
+            shrink = block[SCALE] / magnitude
+            for m in range(n_regressors):
+                block[WEIGHT + m] *= shrink
+        block[SCALE] = magnitude
+    for m in range(n_regressors):
+        z[m] += x * block[WEIGHT + m]
+    ratio = x / block[SCALE]
     return ratio * ratio
 
 
-cdef inline float64_t _nag_update_feature(Regressor* regressor, index_t j, float64_t x,
-                                          float64_t g, float64_t rate) noexcept nogil:
-    """Apply the NAG step to feature j; return ``x * w_j`` after the update."""
-    cdef float64_t gradient = g * x
-    cdef float64_t* weights = regressor.weights
-    regressor.sum_sq_grad[j] += gradient * gradient
-    # G_j == 0 only when g == 0 (sigmoid saturated on its target): no step, no 0/0.
-    if regressor.sum_sq_grad[j] > 0.0:
-        weights[j] -= rate * gradient / (regressor.scale[j] * sqrt(regressor.sum_sq_grad[j]))
-    return x * weights[j]
+cdef inline void _nag_update_feature(float64_t* block, index_t n_regressors, float64_t x,
+                                     const float64_t* g, float64_t rate,
+                                     float64_t* z) noexcept nogil:
+    """Apply the NAG step of each regressor m, of gradient ``g[m]`` in z, to a feature
+    block; add ``x * w_j`` after the step to its score ``z[m]``."""
+    cdef float64_t* weights = block + WEIGHT
+    cdef float64_t* sum_sq_grad = block + WEIGHT + n_regressors
+    cdef float64_t gradient
+    cdef index_t m = 0
+    while m + 1 < n_regressors:
+        nag_update_pair(weights + m, sum_sq_grad + m, block[SCALE], x, g + m, rate, z + m)
+        m += 2
+    if m < n_regressors:  # an odd one out
+        gradient = g[m] * x
+        sum_sq_grad[m] += gradient * gradient
+        # G_j == 0 only when g == 0 (sigmoid saturated on its target): no step, no 0/0.
+        if sum_sq_grad[m] > 0.0:
+            weights[m] -= rate * gradient / (block[SCALE] * sqrt(sum_sq_grad[m]))
+        z[m] += x * weights[m]
 
 
-cdef float64_t nag_step(Regressor* regressor, const index_t* indices, const float32_t* values,
-                        index_t nnz, float64_t target, float64_t learning_rate) noexcept nogil:
-    """Apply one normalized adaptive gradient step; return the score after the update."""
-    cdef index_t bias = regressor.bias_index
-    cdef float64_t* weights = regressor.weights
-    cdef float64_t x, z, g, rate, z_after
-    cdef float64_t norm = regressor.norm  # a local, so the loop keeps it in a register
-    cdef index_t k
-    # Pass 1: grow the scales (rescaling weights), then score and normalise.
-    norm += _observe_feature(regressor, bias, 1.0)
-    z = weights[bias]
+cdef void nag_step(RegressorGroup* group, const index_t* indices, const float32_t* values,
+                   index_t nnz, const float64_t* targets, float64_t learning_rate,
+                   float64_t* scores) noexcept nogil:
+    """Apply one normalized adaptive gradient step to each regressor; write its new score."""
+    cdef index_t n_regressors = group.n_regressors
+    cdef float64_t x, rate
+    cdef float64_t norm = group.norm  # a local, so the loop keeps it in a register
+    # Locals rather than `scores`, which the compiler would have to assume aliases the state.
+    cdef float64_t z[MAX_GROUP_SIZE]
+    cdef float64_t g[MAX_GROUP_SIZE]
+    cdef index_t k, m
+    # Pass 1: grow the scales (rescaling weights), then score and normalise. The
+    # scores start at -0.0, the exact identity of +, so they begin with the bias itself.
+    for m in range(n_regressors):
+        z[m] = -0.0
+    norm += _observe_feature(feature_block(group, group.bias_index), n_regressors, 1.0, z)
     for k in range(nnz):
         x = values[k]
         if x != 0.0:
-            norm += _observe_feature(regressor, indices[k], x)
-            z += x * weights[indices[k]]
-    regressor.norm = norm
-    regressor.n_updates += 1
-    g = sigmoid(z) - target
-    rate = learning_rate * sqrt(<float64_t>regressor.n_updates / regressor.norm)
-    # Pass 2: per-feature adaptive step, accumulating the new score.
-    z_after = _nag_update_feature(regressor, bias, 1.0, g, rate)
+            norm += _observe_feature(feature_block(group, indices[k]), n_regressors, x, z)
+    group.norm = norm
+    group.n_updates += 1
+    for m in range(n_regressors):
+        g[m] = sigmoid(z[m]) - targets[m]
+        z[m] = -0.0
+    rate = learning_rate * sqrt(<float64_t>group.n_updates / group.norm)
+    # Pass 2: per-feature adaptive steps, accumulating the new scores.
+    _nag_update_feature(feature_block(group, group.bias_index), n_regressors, 1.0, g, rate, z)
     for k in range(nnz):
         x = values[k]
         if x != 0.0:
-            z_after += _nag_update_feature(regressor, indices[k], x, g, rate)
-    return z_after
+            _nag_update_feature(feature_block(group, indices[k]), n_regressors, x, g, rate, z)
+    for m in range(n_regressors):
+        scores[m] = z[m]
 
 
-cdef float64_t regressor_step(OptimizerKind optimizer, Regressor* regressor,
-                              const index_t* indices, const float32_t* values, index_t nnz,
-                              float64_t target, float64_t learning_rate) noexcept nogil:
-    """Dispatch one update to the chosen optimiser; return the score after it."""
+cdef void regressor_step(OptimizerKind optimizer, RegressorGroup* group,
+                         const index_t* indices, const float32_t* values, index_t nnz,
+                         const float64_t* targets, float64_t learning_rate,
+                         float64_t* scores) noexcept nogil:
+    """Dispatch one update of the group to the chosen optimiser; write the new scores."""
     if optimizer == OPTIMIZER_NAG:
-        return nag_step(regressor, indices, values, nnz, target, learning_rate)
-    return sgd_step(regressor, indices, values, nnz, target, learning_rate)
+        nag_step(group, indices, values, nnz, targets, learning_rate, scores)
+    else:
+        sgd_step(group, indices, values, nnz, targets, learning_rate, scores)
 
 
 cdef inline float64_t _margin_error(float64_t z, float64_t sign) noexcept nogil:
@@ -144,105 +212,107 @@ cdef inline float64_t _margin_error(float64_t z, float64_t sign) noexcept nogil:
     return sign - fmin(1.0, fmax(-1.0, z))
 
 
-cdef float64_t sgd_margin_step(Regressor* regressor, const index_t* indices,
+cdef float64_t sgd_margin_step(RegressorGroup* group, const index_t* indices,
                                const float32_t* values, index_t nnz, float64_t sign,
                                float64_t learning_rate) noexcept nogil:
     """Apply ``w_j += a * sign * x_j``, a safe hinge step; return the score after it.
 
     ``a = min(learning_rate, |error| / (1 + ||x||^2))``, so the score never
-    passes the target; nothing changes when the margin is already met.
+    passes the target; nothing changes when the margin is already met. The
+    group holds one regressor.
     """
-    cdef float64_t* weights = regressor.weights
-    cdef index_t bias = regressor.bias_index
-    cdef float64_t z = score(regressor, indices, values, nnz)
+    cdef float64_t z = score(group, 0, indices, values, nnz)
     cdef float64_t error = _margin_error(z, sign)
     if error == 0.0:
         return z
     cdef float64_t squared_norm = 1.0  # the bias feature
+    cdef float64_t* weight
     cdef float64_t x, step, z_after
-    cdef index_t k, j
+    cdef index_t k
     for k in range(nnz):
         x = values[k]
         squared_norm += x * x
     step = sign * fmin(learning_rate, fabs(error) / squared_norm)
-    weights[bias] += step
-    z_after = weights[bias]
+    weight = weight_of(group, 0, group.bias_index)
+    weight[0] += step
+    z_after = weight[0]
     for k in range(nnz):
         x = values[k]
         if x != 0.0:
-            j = indices[k]
-            weights[j] += step * x
-            z_after += x * weights[j]
-    regressor.n_updates += 1
+            weight = weight_of(group, 0, indices[k])
+            weight[0] += step * x
+            z_after += x * weight[0]
+    group.n_updates += 1
     return z_after
 
 
-cdef inline float64_t _margin_rate(const Regressor* regressor, index_t j) noexcept nogil:
+cdef inline float64_t _margin_rate(const float64_t* block) noexcept nogil:
     """Return the per-feature rate ``1 / (s_j * sqrt(G_j))`` of a margin step."""
-    return 1.0 / (regressor.scale[j] * sqrt(regressor.sum_sq_grad[j]))
+    return 1.0 / (block[SCALE] * sqrt(block[SUM_SQ_GRAD]))
 
 
-cdef float64_t nag_margin_step(Regressor* regressor, const index_t* indices,
+cdef float64_t nag_margin_step(RegressorGroup* group, const index_t* indices,
                                const float32_t* values, index_t nnz, float64_t sign,
                                float64_t learning_rate) noexcept nogil:
     """Apply one safe hinge step with NAG's per-feature rates; return the new score.
 
     The step on feature j is ``a * sign * x_j / (s_j * sqrt(G_j))`` scaled
     by ``sqrt(t / N)``, with ``a = min(learning_rate, |error| / sensitivity)``.
+    The group holds one regressor.
     """
-    cdef index_t bias = regressor.bias_index
-    cdef float64_t* weights = regressor.weights
-    cdef float64_t z = score(regressor, indices, values, nnz)
+    cdef float64_t z = score(group, 0, indices, values, nnz)
     cdef float64_t error = _margin_error(z, sign)
     if error == 0.0:
         return z
+    cdef float64_t* block = feature_block(group, group.bias_index)
     cdef float64_t x, multiplier, step, z_after
-    cdef float64_t norm = regressor.norm
+    cdef float64_t norm = group.norm
     cdef float64_t sensitivity
-    cdef index_t k, j
+    cdef index_t k
     # Pass 1: grow the scales (rescaling weights) and G, re-score, and
     # measure how far a unit step moves the score.
-    norm += _observe_feature(regressor, bias, 1.0)
-    regressor.sum_sq_grad[bias] += 1.0
-    sensitivity = _margin_rate(regressor, bias)
-    z = weights[bias]
+    z = -0.0  # the exact identity of +, so that z begins with the bias itself
+    norm += _observe_feature(block, 1, 1.0, &z)
+    block[SUM_SQ_GRAD] += 1.0
+    sensitivity = _margin_rate(block)
     for k in range(nnz):
         x = values[k]
         if x != 0.0:
-            j = indices[k]
-            norm += _observe_feature(regressor, j, x)
-            regressor.sum_sq_grad[j] += x * x
-            sensitivity += x * x * _margin_rate(regressor, j)
-            z += x * weights[j]
-    regressor.norm = norm
-    regressor.n_updates += 1
-    multiplier = sqrt(<float64_t>regressor.n_updates / norm)
+            block = feature_block(group, indices[k])
+            norm += _observe_feature(block, 1, x, &z)
+            block[SUM_SQ_GRAD] += x * x
+            sensitivity += x * x * _margin_rate(block)
+    group.norm = norm
+    group.n_updates += 1
+    multiplier = sqrt(<float64_t>group.n_updates / norm)
     # The rescaled score sets the cap, so that the step never passes the target.
     error = _margin_error(z, sign)
     step = sign * multiplier * fmin(learning_rate, fabs(error) / (multiplier * sensitivity))
     # Pass 2: the step itself, accumulating the new score.
-    weights[bias] += step * _margin_rate(regressor, bias)
-    z_after = weights[bias]
+    block = feature_block(group, group.bias_index)
+    block[WEIGHT] += step * _margin_rate(block)
+    z_after = block[WEIGHT]
     for k in range(nnz):
         x = values[k]
         if x != 0.0:
-            j = indices[k]
-            weights[j] += step * x * _margin_rate(regressor, j)
-            z_after += x * weights[j]
+            block = feature_block(group, indices[k])
+            block[WEIGHT] += step * x * _margin_rate(block)
+            z_after += x * block[WEIGHT]
     return z_after
 
 
-cdef void reset_regressor(Regressor* regressor, const index_t* features,
-                          index_t n_features_touched) noexcept nogil:
-    """Zero the weights and optimiser state of `features` and of the bias."""
-    cdef index_t k, j
+cdef void reset_group(RegressorGroup* group, const index_t* features,
+                      index_t n_features_touched) noexcept nogil:
+    """Zero the state blocks of `features` and of the bias, and the normaliser."""
+    cdef float64_t* block
+    cdef index_t k, i
     for k in range(n_features_touched + 1):
-        j = features[k] if k < n_features_touched else regressor.bias_index
-        regressor.weights[j] = 0.0
-        regressor.scale[j] = 0.0
-        regressor.sum_sq_grad[j] = 0.0
-    regressor.norm = 0.0
-    regressor.n_updates = 0
+        block = feature_block(group, features[k] if k < n_features_touched
+                              else group.bias_index)
+        for i in range(group.block_size):
+            block[i] = 0.0
+    group.norm = 0.0
+    group.n_updates = 0
 
 
 # ----------------------------------------------------------------------------- test wrappers
@@ -262,24 +332,35 @@ def _check_step_arguments(weights, indices, values):
     return weights, indices, values
 
 
+cdef RegressorGroup _group_of_one(float64_t[:, ::1] blocks, float64_t norm,
+                                  long long n_updates):
+    """A group of one regressor over ``blocks``, (n_features + 1, 3): ``s_j, w_j, G_j``."""
+    cdef RegressorGroup group
+    group.state = &blocks[0, 0]
+    group.n_regressors = 1
+    group.block_size = 3
+    group.norm = norm
+    group.n_updates = n_updates
+    group.bias_index = blocks.shape[0] - 1
+    return group
+
+
 def _py_sgd_step(weights, indices, values, double target, double learning_rate):
     """Apply one SGD step in place to ``weights`` (bias last); return the new score.
 
     Test-only wrapper around the ``sgd_step`` kernel.
     """
     weights, indices, values = _check_step_arguments(weights, indices, values)
-    cdef float64_t[::1] w = weights
+    blocks = np.zeros((weights.shape[0], 3))
+    blocks[:, WEIGHT] = weights
     cdef const index_t[::1] idx = indices
     cdef const float32_t[::1] val = values
-    cdef Regressor regressor
-    regressor.weights = &w[0]
-    regressor.scale = NULL
-    regressor.sum_sq_grad = NULL
-    regressor.norm = 0.0
-    regressor.n_updates = 0
-    regressor.bias_index = w.shape[0] - 1
-    return sgd_step(&regressor, &idx[0] if idx.shape[0] else NULL,
-                    &val[0] if val.shape[0] else NULL, idx.shape[0], target, learning_rate)
+    cdef RegressorGroup group = _group_of_one(blocks, 0.0, 0)
+    cdef float64_t z
+    sgd_step(&group, &idx[0] if idx.shape[0] else NULL, &val[0] if val.shape[0] else NULL,
+             idx.shape[0], &target, learning_rate, &z)
+    weights[:] = blocks[:, WEIGHT]
+    return z
 
 
 def _py_nag_step(weights, scale, sum_sq_grad, double norm, long long n_updates, indices, values,
@@ -299,18 +380,12 @@ def _py_nag_step(weights, scale, sum_sq_grad, double norm, long long n_updates, 
         if (not isinstance(array, np.ndarray) or array.dtype != np.float64
                 or array.shape != weights.shape or not array.flags.c_contiguous):
             raise ValueError(f"{name} must be a contiguous float64 array shaped like weights")
-    cdef float64_t[::1] w = weights
-    cdef float64_t[::1] s = scale
-    cdef float64_t[::1] G = sum_sq_grad
+    blocks = np.stack([scale, weights, sum_sq_grad], axis=1)
     cdef const index_t[::1] idx = indices
     cdef const float32_t[::1] val = values
-    cdef Regressor regressor
-    regressor.weights = &w[0]
-    regressor.scale = &s[0]
-    regressor.sum_sq_grad = &G[0]
-    regressor.norm = norm
-    regressor.n_updates = n_updates
-    regressor.bias_index = w.shape[0] - 1
-    z = nag_step(&regressor, &idx[0] if idx.shape[0] else NULL,
-                 &val[0] if val.shape[0] else NULL, idx.shape[0], target, learning_rate)
-    return z, regressor.norm, regressor.n_updates
+    cdef RegressorGroup group = _group_of_one(blocks, norm, n_updates)
+    cdef float64_t z
+    nag_step(&group, &idx[0] if idx.shape[0] else NULL, &val[0] if val.shape[0] else NULL,
+             idx.shape[0], &target, learning_rate, &z)
+    scale[:], weights[:], sum_sq_grad[:] = blocks.T
+    return z, group.norm, group.n_updates
