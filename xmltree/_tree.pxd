@@ -26,6 +26,11 @@ cdef enum:
     # Examples of one node scored in step on a binary dense node, so that
     # their chains of dependent additions overlap.
     SCORE_GROUP = 4
+    # Binary-search steps that cost about as much as spreading one weight
+    # into the node block and clearing it again (see `spreading_pays`);
+    # 1 and 4 were slower than 2 on Amazon-670K-shaped data, Bibtex and
+    # Delicious.
+    SPREAD_COST = 2
 
 
 cdef struct ForestArrays:
@@ -98,6 +103,8 @@ cdef struct Scratch:
     offset_t* feature_offset     # the block's features as offsets in node_block
                                  # (feature_slot * arity), example by example
     float64_t* feature_value     # the block's feature values, as float64
+    const index_t* feature_index # the block's feature ids, aligned with feature_value
+                                 # (the rows' own sorted column ids, not copied)
     offset_t feature_offset_capacity  # allocated lengths (grow on demand)
     offset_t feature_value_capacity
     float32_t* node_block        # (n_features * arity,) the current node's weights,

@@ -19,11 +19,13 @@ node, so a node's weights are fetched once for all the examples that reach
 it and the examples' independent loads overlap (2-3x faster descent than one
 example at a time); a node's sparse weights are spread once per block into
 a feature-major per-thread block, where each example looks its few features
-up, four examples in step so that their chains of additions overlap; the
-block's features are gathered once as block offsets and float64 values;
-scores are accumulated in a dense per-thread buffer, reset through the list
-of labels it touched, and with few labels that list is found afterwards by
-one scan instead of being kept entry by entry.
+up, four examples in step so that their chains of additions overlap; a
+node that few examples reach has them binary-search its sparse weights
+instead (measured on Amazon-670K-shaped data too); the block's features
+are gathered once as block offsets and float64 values; scores are
+accumulated in a dense per-thread buffer, reset through the list of labels
+it touched, and with few labels that list is found afterwards by one scan
+instead of being kept entry by entry.
 """
 
 cimport cython
@@ -570,6 +572,7 @@ cdef bint gather_block_features(const ForestArrays* f, Scratch* s, const CSRView
         return False
     for k in range(n_rows + 1):
         s.example_start[k] = rows.indptr[first + k] - begin
+    s.feature_index = rows.indices + begin if rows.indices != NULL else NULL
     for p in range(n_entries):
         s.feature_offset[p] = <offset_t>f.feature_slot[rows.indices[begin + p]] * f.arity
         s.feature_value[p] = rows.values[begin + p]
@@ -665,14 +668,16 @@ cdef inline void finish_binary_scores(const float32_t* block, const Scratch* s, 
 
 
 cdef index_t score_examples(const ForestArrays* f, index_t node, const Scratch* s,
-                            const index_t* examples, index_t n_examples) noexcept nogil:
-    """Score the next examples of `node`, whose weights are spread in
-    ``s.node_block``, with every one of its regressors.
+                            const index_t* examples, index_t n_examples,
+                            bint spread) noexcept nogil:
+    """Score the next examples of `node` with every one of its regressors,
+    looking the weights up in ``s.node_block`` if they are `spread` there,
+    else in the node's sparse regressors (`search_node_weights`).
 
-    Scores SCORE_GROUP examples of `examples` at once when the node is
-    binary and that many remain, otherwise the first one only; writes
-    example g's M scores at ``s.node_scores[g M]`` and returns how many
-    examples it scored.
+    Scores SCORE_GROUP examples of `examples` at once when the weights are
+    spread, the node is binary and that many remain, otherwise the first
+    one only; writes example g's M scores at ``s.node_scores[g M]`` and
+    returns how many examples it scored.
 
     Follows the contract of ``_routing.pxd`` exactly as the trainer
     (``_optim.score``) does: start from the bias, add the float64 products
@@ -682,16 +687,90 @@ cdef index_t score_examples(const ForestArrays* f, index_t node, const Scratch* 
     the same as training's.
     """
     cdef index_t g, m, arity = f.arity
-    cdef index_t n_scored = SCORE_GROUP if arity == 2 and n_examples >= SCORE_GROUP else 1
+    cdef index_t n_scored = (SCORE_GROUP if spread and arity == 2 and n_examples >= SCORE_GROUP
+                             else 1)
     cdef offset_t regressor = <offset_t>node * arity
     for g in range(n_scored):
         for m in range(arity):
             s.node_scores[g * arity + m] = f.bias[regressor + m]
     if n_scored == SCORE_GROUP:
         score_binary_group(s.node_block, s, examples, s.node_scores)
-    else:
+    elif spread:
         score_node(s.node_block, arity, s, examples[0], s.node_scores)
+    else:
+        search_node_weights(f, node, s, examples[0], s.node_scores)
     return n_scored
+
+
+cdef inline offset_t find_weight(const index_t* indices, offset_t n,
+                                 index_t feature) noexcept nogil:
+    """Position of `feature` in the sorted ``indices[0 .. n - 1]`` (n >= 1)
+    if it is there, else of the last entry below it, or 0.
+
+    Without branches on the data, so that no step is mispredicted and the
+    searches of an example's next features start before this one ends."""
+    cdef const index_t* base = indices
+    cdef offset_t half
+    while n > 1:
+        half = n // 2
+        base = base + half if base[half] <= feature else base
+        n -= half
+    return base - indices
+
+
+cdef void search_node_weights(const ForestArrays* f, index_t node, const Scratch* s,
+                              index_t k, float64_t* scores) noexcept nogil:
+    """`score_node` for weights that are not spread: look each feature of
+    example `k` of the block up in the node's sorted regressors.
+
+    Adds the products `score_node` adds, in the same order: the feature's
+    weight when the regressor has one, else 0.0 as the all-zero entries of
+    the node block give, so the scores are the same bit for bit.
+    """
+    cdef index_t m
+    cdef offset_t p, j, begin, n, regressor = <offset_t>node * f.arity
+    cdef const index_t* indices
+    cdef float64_t score, weight
+    for m in range(f.arity):
+        begin = f.weight_indptr[regressor + m]
+        n = f.weight_indptr[regressor + m + 1] - begin
+        indices = f.weight_indices + begin
+        score = scores[m]
+        for p in range(s.example_start[k], s.example_start[k + 1]):
+            if n > 0:
+                j = find_weight(indices, n, s.feature_index[p])
+                weight = f.weight_values[begin + j] if indices[j] == s.feature_index[p] else 0.0
+            else:
+                weight = 0.0
+            score += s.feature_value[p] * weight
+        scores[m] = score
+
+
+cdef bint spreading_pays(const ForestArrays* f, const Scratch* s, index_t node,
+                         const index_t* examples, index_t count) noexcept nogil:
+    """Whether spreading the weights of `node` for its `count` examples
+    costs less than searching them for each example.
+
+    Spreading writes every weight of the node and later clears it, about
+    SPREAD_COST binary-search steps a weight; searching takes about log2
+    (weights per regressor) steps per feature of each example and regressor.
+    Deep in a large tree a node often receives one or two examples of the
+    block: spreading its thousands of weights then costs several times
+    more than looking their ~100 features up.
+    """
+    cdef offset_t regressor = <offset_t>node * f.arity
+    cdef offset_t n_weights = f.weight_indptr[regressor + f.arity] - f.weight_indptr[regressor]
+    cdef offset_t per_regressor = n_weights // f.arity, steps = 1, n_steps = 0
+    cdef index_t i, k
+    while per_regressor > 1:
+        per_regressor //= 2
+        steps += 1
+    for i in range(count):
+        k = examples[i]
+        n_steps += (s.example_start[k + 1] - s.example_start[k]) * f.arity * steps
+        if n_steps > SPREAD_COST * n_weights:
+            return True
+    return False
 
 
 cdef void spread_node_weights(const ForestArrays* f, index_t node, float32_t* block,
@@ -723,6 +802,7 @@ cdef index_t split_node(const ForestArrays* f, Scratch* s, index_t depth) noexce
     cdef index_t node = s.stack[depth], arity = f.arity, i = 0, g, k, m, n_scored
     cdef offset_t start = s.stack_start[depth], base
     cdef index_t count = s.stack_count[depth]
+    cdef bint spread = spreading_pays(f, s, node, s.members + start, count)
     base = start + count
     if not reserve(<void**>&s.members, &s.members_capacity,
                    base + <offset_t>arity * count, sizeof(index_t)):
@@ -733,9 +813,12 @@ cdef index_t split_node(const ForestArrays* f, Scratch* s, index_t depth) noexce
     # looked up in a block that stays in cache. (Per-node dense copies of the
     # weights, read from memory, were slower on Bibtex and no faster on
     # Delicious; walking the sparse weights for a single example no faster.)
-    spread_node_weights(f, node, s.node_block, False)
+    # A node that few examples reach has them binary-search its sparse
+    # weights instead (`spreading_pays`).
+    if spread:
+        spread_node_weights(f, node, s.node_block, False)
     while i < count:
-        n_scored = score_examples(f, node, s, s.members + start + i, count - i)
+        n_scored = score_examples(f, node, s, s.members + start + i, count - i, spread)
         for g in range(n_scored):
             k = s.members[start + i]
             route(s.node_scores + g * arity, arity, f.threshold, s.goes)
@@ -746,7 +829,8 @@ cdef index_t split_node(const ForestArrays* f, Scratch* s, index_t depth) noexce
                 s.members[base + <offset_t>(arity - 1 - m) * count + s.child_count[m]] = k
                 s.child_count[m] += s.goes[m]
             i += 1
-    spread_node_weights(f, node, s.node_block, True)
+    if spread:
+        spread_node_weights(f, node, s.node_block, True)
     for m in range(arity - 1, -1, -1):
         if s.child_count[m] > 0:
             s.stack[depth] = f.first_child[node] + m
