@@ -14,7 +14,7 @@ features in increasing order), so an example follows at prediction time the
 children it was sent to while the tree was built.
 
 Speed comes from these choices, each measured on Delicious and Bibtex: a
-block of up to BLOCK_SIZE examples descends each tree together, node by
+block of up to MAX_BLOCK_SIZE examples descends each tree together, node by
 node, so a node's weights are fetched once for all the examples that reach
 it and the examples' independent loads overlap (2-3x faster descent than one
 example at a time); a node's sparse weights are spread once per block into
@@ -365,7 +365,7 @@ cdef int predict_blocks(const ForestArrays* f, X, int n_threads, BlockAction act
     cdef CSRView rows = csr_view(X)
     cdef index_t n_samples = rows.n_rows
     cdef index_t rows_per_block = block_rows(n_samples, n_threads)
-    cdef Scratch* scratches = allocate_scratch(f, n_threads)
+    cdef Scratch* scratches = allocate_scratch(f, n_threads, rows_per_block)
     cdef Scratch* scratch
     cdef index_t block, first, n_rows
     cdef int thread
@@ -429,14 +429,14 @@ cdef void count_block_leaves(const ForestArrays* f, Scratch* s, index_t first, i
     for j in range(n_rows):
         for tree in range(f.n_trees):
             counts[<offset_t>(first + j) * f.n_trees + tree] = (
-                s.block_n_leaves[<offset_t>tree * BLOCK_SIZE + j])
+                s.block_n_leaves[<offset_t>tree * s.block_size + j])
 
 
 cdef index_t block_rows(index_t n_samples, int n_threads) noexcept nogil:
-    """Rows per descent block: at most BLOCK_SIZE, and close to equal blocks
+    """Rows per descent block: at most MAX_BLOCK_SIZE, and close to equal blocks
     in a multiple of `n_threads`, so that no thread is left with a short
     last block while another still has a full one."""
-    cdef offset_t per_round = <offset_t>n_threads * BLOCK_SIZE
+    cdef offset_t per_round = <offset_t>n_threads * MAX_BLOCK_SIZE
     cdef offset_t count = max(1, (n_samples + per_round - 1) // per_round * n_threads)
     return <index_t>max(1, (n_samples + count - 1) // count)
 
@@ -455,8 +455,10 @@ cdef int check_not_failed(Scratch* scratches, int n_threads) except -1:
     return 0
 
 
-cdef Scratch* allocate_scratch(const ForestArrays* f, int n_threads) except NULL:
-    """Allocate one zeroed scratch area per thread (free with `free_scratch`)."""
+cdef Scratch* allocate_scratch(const ForestArrays* f, int n_threads,
+                               index_t block_size) except NULL:
+    """Allocate one zeroed scratch area per thread for blocks of at most
+    `block_size` rows (free with `free_scratch`)."""
     if n_threads < 1:
         raise ValueError(f"n_threads must be >= 1, got {n_threads}")
     cdef Scratch* scratches = <Scratch*>calloc(n_threads, sizeof(Scratch))
@@ -464,7 +466,7 @@ cdef Scratch* allocate_scratch(const ForestArrays* f, int n_threads) except NULL
         raise MemoryError()
     cdef int thread
     for thread in range(n_threads):
-        if init_scratch(&scratches[thread], f) != 0:
+        if init_scratch(&scratches[thread], f, block_size) != 0:
             free_scratch(scratches, n_threads)
             raise MemoryError("cannot allocate prediction scratch memory")
     return scratches
@@ -474,8 +476,9 @@ cdef Scratch* allocate_scratch(const ForestArrays* f, int n_threads) except NULL
 # Scratch memory
 # --------------------------------------------------------------------------
 
-cdef int init_scratch(Scratch* s, const ForestArrays* f) noexcept nogil:
-    """Allocate one thread's buffers (zeroed); return -1 if memory runs out."""
+cdef int init_scratch(Scratch* s, const ForestArrays* f, index_t block_size) noexcept nogil:
+    """Allocate one thread's buffers (zeroed) for blocks of at most
+    `block_size` rows; return -1 if memory runs out."""
     s.label_score = <float64_t*>calloc(f.n_labels, sizeof(float64_t))
     s.label_seen = <uint8_t*>calloc(f.n_labels, sizeof(uint8_t))
     s.touched = <index_t*>malloc((f.n_labels + 1) * sizeof(index_t))
@@ -484,18 +487,19 @@ cdef int init_scratch(Scratch* s, const ForestArrays* f) noexcept nogil:
     s.stack_start = <offset_t*>malloc(f.max_tree_nodes * sizeof(offset_t))
     s.stack_count = <index_t*>malloc(f.max_tree_nodes * sizeof(index_t))
     # The root's segment plus one level of children; deeper levels grow it.
-    s.members_capacity = <offset_t>(f.arity + 1) * BLOCK_SIZE
+    s.block_size = block_size
+    s.members_capacity = <offset_t>(f.arity + 1) * block_size
     s.members = <index_t*>malloc(s.members_capacity * sizeof(index_t))
     s.child_count = <index_t*>malloc(f.arity * sizeof(index_t))
-    s.pairs_capacity = 2 * BLOCK_SIZE
+    s.pairs_capacity = 2 * <offset_t>block_size
     s.pairs = <LeafPair*>malloc(s.pairs_capacity * sizeof(LeafPair))
-    s.block_capacity = <offset_t>f.n_trees * BLOCK_SIZE * 2
+    s.block_capacity = <offset_t>f.n_trees * block_size * 2
     s.block_leaves = <index_t*>malloc(s.block_capacity * sizeof(index_t))
-    s.block_first_leaf = <offset_t*>malloc(<offset_t>f.n_trees * BLOCK_SIZE * sizeof(offset_t))
-    s.block_n_leaves = <index_t*>malloc(<offset_t>f.n_trees * BLOCK_SIZE * sizeof(index_t))
+    s.block_first_leaf = <offset_t*>malloc(<offset_t>f.n_trees * block_size * sizeof(offset_t))
+    s.block_n_leaves = <index_t*>malloc(<offset_t>f.n_trees * block_size * sizeof(index_t))
     s.failed = False
     s.node_scores = <float64_t*>malloc(SCORE_GROUP * f.arity * sizeof(float64_t))
-    s.example_start = <offset_t*>malloc((BLOCK_SIZE + 1) * sizeof(offset_t))
+    s.example_start = <offset_t*>malloc((<offset_t>block_size + 1) * sizeof(offset_t))
     # feature_offset and feature_value grow on demand (realloc of NULL).
     s.feature_offset = NULL
     s.feature_value = NULL
@@ -899,9 +903,8 @@ cdef offset_t store_tree_leaves(Scratch* s, index_t tree, index_t n_rows,
     """Sort the pairs of `tree` by example into ``s.block_leaves`` from
     position `used` (stable, so each example keeps its left-to-right order);
     return the new used length, or -1 if memory runs out."""
-    cdef offset_t* first_leaf = s.block_first_leaf + <offset_t>tree * BLOCK_SIZE
-    cdef index_t* n_leaves = s.block_n_leaves + <offset_t>tree * BLOCK_SIZE
-    cdef offset_t cursor[BLOCK_SIZE]
+    cdef offset_t* first_leaf = s.block_first_leaf + <offset_t>tree * s.block_size
+    cdef index_t* n_leaves = s.block_n_leaves + <offset_t>tree * s.block_size
     cdef offset_t p
     cdef index_t k
     if not reserve(<void**>&s.block_leaves, &s.block_capacity, used + n_pairs,
@@ -911,21 +914,23 @@ cdef offset_t store_tree_leaves(Scratch* s, index_t tree, index_t n_rows,
         n_leaves[k] = 0
     for p in range(n_pairs):
         n_leaves[s.pairs[p].example] += 1
+    # Each example's leaves fill its range from the end, the pairs taken last
+    # to first, so its first_leaf ends at the range's start (no cursor
+    # array: a block can be too large for one on the stack).
     for k in range(n_rows):
-        first_leaf[k] = used
-        cursor[k] = used
         used += n_leaves[k]
-    for p in range(n_pairs):
+        first_leaf[k] = used
+    for p in range(n_pairs - 1, -1, -1):
         k = s.pairs[p].example
-        s.block_leaves[cursor[k]] = s.pairs[p].leaf
-        cursor[k] += 1
+        first_leaf[k] -= 1
+        s.block_leaves[first_leaf[k]] = s.pairs[p].leaf
     return used
 
 
 cdef void descend_block(const ForestArrays* f, Scratch* s, const CSRView* rows,
                         index_t first, index_t n_rows) noexcept nogil:
     """Record the leaves examples ``first .. first + n_rows - 1`` reach in
-    every tree (``n_rows <= BLOCK_SIZE``).
+    every tree (``n_rows <= s.block_size``).
 
     Goes tree by tree over the whole block (see `descend_tree`). Sets
     ``s.failed`` if memory runs out.
@@ -981,7 +986,7 @@ cdef void prefetch_histograms(const ForestArrays* f, const Scratch* s,
     cdef offset_t slot, p
     # 16 entries of 4 bytes fill one 64-byte cache line.
     for tree in range(f.n_trees):
-        slot = <offset_t>tree * BLOCK_SIZE + k
+        slot = <offset_t>tree * s.block_size + k
         for j in range(s.block_n_leaves[slot]):
             leaf = s.block_leaves[s.block_first_leaf[slot] + j]
             for p in range(f.leaf_indptr[leaf], f.leaf_indptr[leaf + 1], 16):
@@ -1000,7 +1005,7 @@ cdef void score_example(const ForestArrays* f, Scratch* s, index_t k) noexcept n
     cdef index_t tree, n_leaves
     cdef offset_t slot
     for tree in range(f.n_trees):
-        slot = <offset_t>tree * BLOCK_SIZE + k
+        slot = <offset_t>tree * s.block_size + k
         n_leaves = s.block_n_leaves[slot]
         add_leaf_histograms(f, s, s.block_leaves + s.block_first_leaf[slot], n_leaves,
                             1.0 / ((1 if f.sum_leaves else <float64_t>n_leaves) * f.n_trees))
