@@ -104,14 +104,12 @@ cdef struct Scratch:
     float64_t* node_scores       # (SCORE_GROUP * arity,) regressor scores of the
                                  # examples being routed at the current node
     offset_t* example_start      # (block_size + 1,) start of each example of the block
-                                 # in feature_offset / feature_value
-    offset_t* feature_offset     # the block's features as offsets in node_block
-                                 # (feature_slot * arity), example by example
-    float64_t* feature_value     # the block's feature values, as float64
-    const index_t* feature_index # the block's feature ids, aligned with feature_value
-                                 # (the rows' own sorted column ids, not copied)
-    offset_t feature_offset_capacity  # allocated lengths (grow on demand)
-    offset_t feature_value_capacity
+                                 # in block_slots, feature_value and feature_index
+    index_t* block_slots         # the block's features as their feature_slot, example
+                                 # by example
+    offset_t block_slots_capacity  # allocated length of block_slots (grows on demand)
+    const float32_t* feature_value  # the block's feature values and ids: the rows' own
+    const index_t* feature_index    # arrays from the block's first entry (not copied)
     float32_t* node_block        # (n_features * arity,) the current node's weights,
                                  # feature-major: child m's weight for feature j at
                                  # feature_slot[j] * arity + m; all zero between nodes
