@@ -206,10 +206,10 @@ def test_descent_threshold_matches_reference(rng, threshold):
         assert np.all(expected_counts <= trained_counts)
 
 
-@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("n_threads", [2, 3])
 def test_block_boundaries_do_not_change_results(rng, n_threads):
-    # More rows than one descent block (1024), so examples of one tree are
-    # split across blocks and threads.
+    # Rows are shared out in one descent block per thread, so examples of one
+    # tree are split across blocks and threads.
     forest, trees = make_forest(rng, n_trees=2, arity=3)
     X = random_features(rng, 2100, 20)
     expected, expected_counts = reference_scores(trees, X, 3, routing_threshold("margin"), 30)
@@ -298,6 +298,22 @@ def test_thread_count_does_not_change_results(rng, leaf_aggregation):
     np.testing.assert_array_equal(a.indices, b.indices)
     np.testing.assert_array_equal(a.data, b.data)
     np.testing.assert_array_equal(forest.leaves_reached(X, 1), forest.leaves_reached(X, 2))
+
+
+def test_searched_and_spread_weights_route_alike(rng):
+    # A node that few examples of a block reach has them search its sparse
+    # weights; one that many reach spreads them into a dense block. A row
+    # predicted alone searches every node with many weights, the same row
+    # among 400 finds them spread near the roots: same leaves, same scores.
+    forest, trees = make_forest(rng, n_trees=3, arity=2, n_features=300, max_nodes=30)
+    X = random_features(rng, 400, 300, density=0.1)
+    labels, scores = forest.predict_top_k(X, 6)
+    for row in range(0, 400, 23):
+        alone = forest.predict_top_k(X[row:row + 1], 6)
+        np.testing.assert_array_equal(alone[0][0], labels[row])
+        np.testing.assert_array_equal(alone[1][0], scores[row])
+    expected, _ = reference_scores(trees, X, 2, routing_threshold("margin"), 30)
+    np.testing.assert_array_equal(labels, reference_top_k(expected, 6)[0])
 
 
 # ----------------------------------------------------------------------

@@ -17,15 +17,24 @@ from ._types cimport float32_t, float64_t, index_t, offset_t
 
 
 cdef enum:
-    # Examples descended together, tree by tree and node by node, so that a
-    # node's weights are read once for all the examples that reach it, and
-    # the loads of different examples overlap.
-    # 1024 beat 128 and 512 on Delicious and Bibtex (more examples share
-    # each node); `block_rows` shrinks blocks to balance the threads.
-    BLOCK_SIZE = 1024
+    # Most examples descended together, tree by tree and node by node, so
+    # that a node's weights are read once for all the examples that reach
+    # it, and the loads of different examples overlap. A block visits most
+    # nodes of a tree, spreading each node's weights, so the more rows share
+    # that cost the better: on Amazon-670K-shaped data (trees of ~10,000
+    # nodes) blocks of 20,000 rows descended 4x faster than blocks of 1024,
+    # and Bibtex, Delicious, RCV1 and Yahoo Arts gained too (1024 had beaten
+    # 128 and 512 there). Scratch memory grows with the block (see Scratch);
+    # `block_rows` shrinks blocks to balance the threads.
+    MAX_BLOCK_SIZE = 32768
     # Examples of one node scored in step on a binary dense node, so that
     # their chains of dependent additions overlap.
     SCORE_GROUP = 4
+    # Binary-search steps that cost about as much as spreading one weight
+    # into the node block and clearing it again (see `spreading_pays`);
+    # 1 and 4 were slower than 2 on Amazon-670K-shaped data, Bibtex and
+    # Delicious.
+    SPREAD_COST = 2
 
 
 cdef struct ForestArrays:
@@ -79,7 +88,7 @@ cdef struct Scratch:
     offset_t* stack_start        # (max_tree_nodes,) where each stacked node's examples
                                  # start in `members`
     index_t* stack_count         # (max_tree_nodes,) how many examples reached it
-    index_t* members             # examples of the block (0 .. BLOCK_SIZE - 1) that
+    index_t* members             # examples of the block (0 .. block_size - 1) that
                                  # reached each stacked node, one segment per node
     offset_t members_capacity    # allocated length of members (grows on demand)
     index_t* child_count         # (arity,) examples sent to each child of a node
@@ -87,19 +96,20 @@ cdef struct Scratch:
     offset_t pairs_capacity      # allocated length of pairs (grows on demand)
     index_t* block_leaves        # leaves reached by a block of examples, all trees
     offset_t block_capacity      # allocated length of block_leaves (grows on demand)
-    offset_t* block_first_leaf   # (n_trees * BLOCK_SIZE,) start in block_leaves of
+    index_t block_size           # most rows of a block in this prediction
+    offset_t* block_first_leaf   # (n_trees * block_size,) start in block_leaves of
                                  # (tree, example of the block), tree-major
-    index_t* block_n_leaves      # (n_trees * BLOCK_SIZE,) number of those leaves
+    index_t* block_n_leaves      # (n_trees * block_size,) number of those leaves
     bint failed                  # a growable buffer could not grow; results are invalid
     float64_t* node_scores       # (SCORE_GROUP * arity,) regressor scores of the
                                  # examples being routed at the current node
-    offset_t* example_start      # (BLOCK_SIZE + 1,) start of each example of the block
-                                 # in feature_offset / feature_value
-    offset_t* feature_offset     # the block's features as offsets in node_block
-                                 # (feature_slot * arity), example by example
-    float64_t* feature_value     # the block's feature values, as float64
-    offset_t feature_offset_capacity  # allocated lengths (grow on demand)
-    offset_t feature_value_capacity
+    offset_t* example_start      # (block_size + 1,) start of each example of the block
+                                 # in block_slots, feature_value and feature_index
+    index_t* block_slots         # the block's features as their feature_slot, example
+                                 # by example
+    offset_t block_slots_capacity  # allocated length of block_slots (grows on demand)
+    const float32_t* feature_value  # the block's feature values and ids: the rows' own
+    const index_t* feature_index    # arrays from the block's first entry (not copied)
     float32_t* node_block        # (n_features * arity,) the current node's weights,
                                  # feature-major: child m's weight for feature j at
                                  # feature_slot[j] * arity + m; all zero between nodes
