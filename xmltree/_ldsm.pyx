@@ -78,9 +78,20 @@ cdef offset_t SCAN_FACTOR = 1024
 
 cdef extern from *:
     """
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static __inline int xmltree_lowest_bit(unsigned __int64 word) {
+        unsigned long index;
+        _BitScanForward64(&index, word);
+        return (int)index;
+    }
+    #define XMLTREE_LOWEST_BIT(word) xmltree_lowest_bit(word)
+    #else
     #define XMLTREE_LOWEST_BIT(word) __builtin_ctzll(word)
+    #endif
     """
-    # Index of the lowest set bit of a non-zero word (GCC/Clang builtin).
+    # Index of the lowest set bit of a non-zero word (GCC/Clang builtin, MSVC
+    # intrinsic).
     int lowest_bit "XMLTREE_LOWEST_BIT" (uint64_t word) noexcept nogil
 
 _OPTIMIZERS = {"sgd": OPTIMIZER_SGD, "nag": OPTIMIZER_NAG}

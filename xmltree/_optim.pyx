@@ -34,12 +34,15 @@ from ._types cimport float32_t, float64_t, index_t
 
 cdef extern from *:
     """
+    #include <math.h>
     #include <string.h>
 
     /* Two lanes of NAG's per-feature step (see _nag_update_feature): lane by
        lane the same IEEE operations in the same order, with the square roots
        and the divisions in one packed instruction each: the scalar step spends
-       most of its time waiting on them. GCC/Clang vector extensions. */
+       most of its time waiting on them. GCC/Clang vector extensions; other
+       compilers get the same operations lane after lane. */
+    #if defined(__GNUC__)
     typedef double xmltree_pair __attribute__((vector_size(16)));
     typedef long long xmltree_pair_mask __attribute__((vector_size(16)));
 
@@ -65,6 +68,22 @@ cdef extern from *:
         memcpy(weights, &weight, sizeof weight);
         memcpy(z, &score, sizeof score);
     }
+    #else
+    static void xmltree_nag_update_pair(double* weights, double* sum_sq_grad,
+                                        double scale, double x, const double* g,
+                                        double rate, double* z) {
+        int lane;
+        double gradient, step;
+        for (lane = 0; lane < 2; lane++) {
+            gradient = g[lane] * x;
+            sum_sq_grad[lane] = sum_sq_grad[lane] + gradient * gradient;
+            step = sum_sq_grad[lane] > 0.0
+                ? rate * gradient / (scale * sqrt(sum_sq_grad[lane])) : 0.0;
+            weights[lane] = weights[lane] - step;
+            z[lane] = z[lane] + x * weights[lane];
+        }
+    }
+    #endif
     """
     void nag_update_pair "xmltree_nag_update_pair" (
         float64_t* weights, float64_t* sum_sq_grad, float64_t scale, float64_t x,

@@ -40,9 +40,14 @@ import scipy.sparse as sp
 
 cdef extern from *:
     """
+    #if defined(__GNUC__)
     #define XMLTREE_PREFETCH(address) __builtin_prefetch(address)
+    #else
+    #define XMLTREE_PREFETCH(address) ((void)(address))
+    #endif
     """
-    # Hint the CPU to start loading a cache line (GCC/Clang builtin).
+    # Hint the CPU to start loading a cache line (GCC/Clang builtin; a no-op
+    # elsewhere).
     void prefetch "XMLTREE_PREFETCH" (const void* address) noexcept nogil
 
 from ._label_models cimport label_margin
