@@ -37,11 +37,25 @@ cdef extern from *:
     #include <math.h>
     #include <string.h>
 
+    /* NAG's per-feature step for one regressor. G_j == 0 only when g == 0 (sigmoid saturated on its target):
+       no step, no 0/0. */
+    static inline void xmltree_nag_update_one(double* weight, double* sum_sq_grad,
+                                              double scale, double x, double g,
+                                              double rate, double* z) {
+        const double gradient = g * x;
+        *sum_sq_grad = *sum_sq_grad + gradient * gradient;
+        if (*sum_sq_grad > 0.0) {
+            *weight = *weight - rate * gradient / (scale * sqrt(*sum_sq_grad));
+        }
+        *z = *z + x * *weight;
+    }
+
     /* Two lanes of NAG's per-feature step (see _nag_update_feature): lane by
        lane the same IEEE operations in the same order, with the square roots
        and the divisions in one packed instruction each: the scalar step spends
        most of its time waiting on them. GCC/Clang vector extensions; other
        compilers get the same operations lane after lane. */
+
     #if defined(__GNUC__)
     typedef double xmltree_pair __attribute__((vector_size(16)));
     typedef long long xmltree_pair_mask __attribute__((vector_size(16)));
@@ -72,19 +86,14 @@ cdef extern from *:
     static void xmltree_nag_update_pair(double* weights, double* sum_sq_grad,
                                         double scale, double x, const double* g,
                                         double rate, double* z) {
-        int lane;
-        double gradient, step;
-        for (lane = 0; lane < 2; lane++) {
-            gradient = g[lane] * x;
-            sum_sq_grad[lane] = sum_sq_grad[lane] + gradient * gradient;
-            step = sum_sq_grad[lane] > 0.0
-                ? rate * gradient / (scale * sqrt(sum_sq_grad[lane])) : 0.0;
-            weights[lane] = weights[lane] - step;
-            z[lane] = z[lane] + x * weights[lane];
-        }
+        xmltree_nag_update_one(weights, sum_sq_grad, scale, x, g[0], rate, z);
+        xmltree_nag_update_one(weights + 1, sum_sq_grad + 1, scale, x, g[1], rate, z + 1);
     }
     #endif
     """
+    void nag_update_one "xmltree_nag_update_one" (
+        float64_t* weight, float64_t* sum_sq_grad, float64_t scale, float64_t x,
+        float64_t g, float64_t rate, float64_t* z) noexcept nogil
     void nag_update_pair "xmltree_nag_update_pair" (
         float64_t* weights, float64_t* sum_sq_grad, float64_t scale, float64_t x,
         const float64_t* g, float64_t rate, float64_t* z) noexcept nogil
@@ -165,18 +174,12 @@ cdef inline void _nag_update_feature(float64_t* block, index_t n_regressors, flo
     block; add ``x * w_j`` after the step to its score ``z[m]``."""
     cdef float64_t* weights = block + WEIGHT
     cdef float64_t* sum_sq_grad = block + WEIGHT + n_regressors
-    cdef float64_t gradient
     cdef index_t m = 0
     while m + 1 < n_regressors:
         nag_update_pair(weights + m, sum_sq_grad + m, block[SCALE], x, g + m, rate, z + m)
         m += 2
     if m < n_regressors:  # an odd one out
-        gradient = g[m] * x
-        sum_sq_grad[m] += gradient * gradient
-        # G_j == 0 only when g == 0 (sigmoid saturated on its target): no step, no 0/0.
-        if sum_sq_grad[m] > 0.0:
-            weights[m] -= rate * gradient / (block[SCALE] * sqrt(sum_sq_grad[m]))
-        z[m] += x * weights[m]
+        nag_update_one(weights + m, sum_sq_grad + m, block[SCALE], x, g[m], rate, z + m)
 
 
 cdef void nag_step(RegressorGroup* group, const index_t* indices, const float32_t* values,
