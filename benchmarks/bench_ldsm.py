@@ -31,7 +31,7 @@ import numpy as np
 from _common import DEFAULT_DATA_HOME, load_benchmark_data, write_json
 
 from xmltree.benchmark import METRIC_KEYS, measure
-from xmltree.cli import _none_spelled_out, _number_or_word, _rerank_setting
+from xmltree.cli import _integer_or_word, _none_spelled_out, _number_or_word, _rerank_setting
 from xmltree.datasets import write_xc
 from xmltree.metrics import inverse_propensity
 
@@ -206,6 +206,8 @@ def main(argv=None) -> None:
                         default=None)
     parser.add_argument("--descent-threshold", type=_number_or_word, default=None,
                         help="a number, 'auto' or 'none' (the training rule)")
+    parser.add_argument("--max-leaf-labels", type=_integer_or_word, default=None,
+                        help="an integer, 'auto' or 'none' (every label)")
     parser.add_argument("--rerank-param", dest="rerank_params", action="append", default=[],
                         metavar="NAME=VALUE",
                         help="fit LdSM with a tail-label re-ranker with this setting (repeatable) "
@@ -219,7 +221,7 @@ def main(argv=None) -> None:
               ("arity", "max_nodes", "epochs", "learning_rate", "lambda1", "lambda2", "routing",
                "leaf_scores", "leaf_aggregation", "max_weights_per_regressor",
                "max_weights_per_example", "leaf_model", "C", "n_candidates",
-               "histogram_weight", "feature_scaling", "descent_threshold")
+               "histogram_weight", "feature_scaling", "descent_threshold", "max_leaf_labels")
               if getattr(args, name) is not None}
     params = _none_spelled_out(params)
     if args.rerank_params:

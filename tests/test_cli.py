@@ -336,6 +336,25 @@ def test_a_bad_descent_threshold_is_a_usage_error(split_files, capsys):
     assert "--descent-threshold" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("option, expected", [("auto", "auto"), ("none", None), ("12", 12)])
+def test_train_takes_the_leaf_label_limit(tmp_path, split_files, option, expected):
+    from xmltree import load
+
+    train, _ = split_files
+    model = tmp_path / "model.npz"
+    assert main(["-q", "train", str(train), "--model", str(model), *SMALL_MODEL,
+                 "--max-leaf-labels", option]) == 0
+    assert load(model).max_leaf_labels == expected
+
+
+@pytest.mark.parametrize("option", ["all", "2.5"])
+def test_a_bad_leaf_label_limit_is_a_usage_error(split_files, capsys, option):
+    train, _ = split_files
+    with pytest.raises(SystemExit):
+        main(["-q", "train", str(train), "--max-leaf-labels", option])
+    assert "--max-leaf-labels" in capsys.readouterr().err
+
+
 # ----------------------------------------------------------------------------- hostile arguments
 
 

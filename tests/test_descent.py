@@ -9,11 +9,13 @@ from test_tree import random_features, random_flat_tree
 
 from xmltree._auto_settings import (
     HISTOGRAM_WEIGHT,
+    MAX_LEAF_LABELS,
     WIDE_DESCENT_HISTOGRAM_WEIGHT,
     WIDE_DESCENT_MIN_LABELS,
     WIDE_DESCENT_THRESHOLD,
     resolve_descent_threshold,
     resolve_histogram_weight,
+    resolve_max_leaf_labels,
 )
 from xmltree.datasets import make_synthetic
 from xmltree.ldsm import LdSM
@@ -115,3 +117,45 @@ def test_fitted_blend_uses_the_resolved_histogram_weight(n_labels, params, expec
     loaded = LdSM.load(tmp_path / "model.xmt")
     assert loaded.histogram_weight == params.get("histogram_weight", "auto")
     assert loaded._forest.histogram_weight == expected
+
+
+def test_auto_leaf_labels_are_cut_for_linear_leaves_under_the_training_rule():
+    assert resolve_max_leaf_labels("auto", "linear", 0.5, 0.5) == MAX_LEAF_LABELS
+    assert resolve_max_leaf_labels("auto", "linear", 0.05, 0.5) is None
+    assert resolve_max_leaf_labels("auto", "histogram", 0.5, 0.5) is None
+    assert resolve_max_leaf_labels(7, "histogram", 0.05, 0.5) == 7
+    assert resolve_max_leaf_labels(None, "linear", 0.5, 0.5) is None
+
+
+@pytest.mark.parametrize("n_labels, params, most", [
+    (60, {}, MAX_LEAF_LABELS),
+    (60, {"max_leaf_labels": 5}, 5),
+    (60, {"max_leaf_labels": None}, None),
+    (60, {"leaf_model": "histogram"}, None),
+    (WIDE_DESCENT_MIN_LABELS + 500, {}, None),
+])
+def test_fitted_leaves_hold_the_resolved_number_of_labels(n_labels, params, most, tmp_path):
+    # Few large leaves of many labels each: more than any limit tested.
+    X, Y = make_synthetic(300, 40, n_labels, random_state=0)
+    model = LdSM(n_trees=1, max_nodes=7, random_state=0, **params).fit(X, Y)
+    sizes = np.diff(model.trees_[0]["leaf_indptr"])
+    assert sizes.max() == most if most is not None else sizes.max() > MAX_LEAF_LABELS
+    model.save(tmp_path / "model.xmt")
+    assert LdSM.load(tmp_path / "model.xmt").max_leaf_labels == params.get("max_leaf_labels",
+                                                                           "auto")
+
+
+def test_files_from_before_leaf_label_limits_keep_every_label(rng, tmp_path):
+    path = tmp_path / "old.npz"
+    random_model(rng, 30).save(path)
+    with np.load(path) as archive:
+        params = json.loads(archive["__meta__"].tobytes())["params"]
+    del params["hyper_parameters"]["max_leaf_labels"]
+    rewrite_meta(path, params=params)
+    assert LdSM.load(path).max_leaf_labels is None
+
+
+@pytest.mark.parametrize("value", [0, -3, 2.5, "all", True, [4]])
+def test_bad_leaf_label_limits_are_named(value):
+    with pytest.raises(ValueError, match="max_leaf_labels"):
+        LdSM(max_leaf_labels=value).fit(np.ones((3, 2)), [[0], [1], [0]])

@@ -288,6 +288,32 @@ def test_build_tree_invariants(rng, routing, arity, leaf_scores):
     assert np.all(tree["n_samples"][children] < tree["n_samples"][tree["parent"][children]])
 
 
+@pytest.mark.parametrize("arity", [2, 3])  # 3: empty children copy their parent's leaf
+@pytest.mark.parametrize("leaf_scores", ["distribution", "frequency"])
+def test_leaves_keep_their_most_frequent_labels(rng, arity, leaf_scores):
+    X, Y = random_problem(rng, n_samples=120, n_features=20, n_labels=10, clusters=5)
+    settings = dict(TREE_SETTINGS, arity=arity, leaf_scores=leaf_scores, max_nodes=15)
+    full = build_tree(X, Y, **settings)
+    kept = build_tree(X, Y, **settings, max_leaf_labels=3)
+    for name in full:  # only the leaves change
+        if not name.startswith("leaf_"):
+            np.testing.assert_array_equal(full[name], kept[name])
+    label_total = np.asarray(Y.sum(0)).ravel()
+    pruned = 0
+    for node in np.flatnonzero(full["first_child"] < 0):
+        lo, hi = full["leaf_indptr"][node:node + 2]
+        labels, values = full["leaf_labels"][lo:hi], full["leaf_values"][lo:hi]
+        # Largest score (the count), then fewer training examples, then smaller id.
+        best = np.lexsort((labels, label_total[labels], -values))[:3]
+        expected = np.sort(labels[best])
+        lo, hi = kept["leaf_indptr"][node:node + 2]
+        np.testing.assert_array_equal(kept["leaf_labels"][lo:hi], expected)
+        np.testing.assert_array_equal(kept["leaf_values"][lo:hi],
+                                      values[np.searchsorted(labels, expected)])
+        pruned += labels.size > 3
+    assert pruned > 0
+
+
 def priority(Y, rows):
     counts = np.asarray(Y[rows].sum(0)).ravel()
     return counts.sum() - counts.max()

@@ -90,6 +90,7 @@ cdef class TreeBuilder:
     cdef index_t arity                    # M
     cdef index_t max_nodes                # growth budget
     cdef bint leaf_frequency              # leaves store label frequencies, not distributions
+    cdef index_t max_leaf_labels          # labels a leaf keeps, its most frequent; 0: all
     cdef object progress                  # optional callable(n_expanded), or None
     cdef vector[index_t] first_child      # (n_nodes,) child 0 of the node, -1 for a leaf
     cdef vector[index_t] parent           # (n_nodes,) -1 for the root
@@ -113,6 +114,8 @@ cdef class TreeBuilder:
     cdef priority_queue[pair[int64_t, index_t]] queue  # (priority, -node id)
     cdef vector[int64_t] label_hist       # (K,) histogram scratch, zero between uses
     cdef vector[index_t] hist_labels      # labels with a non-zero label_hist entry
+    cdef vector[int64_t] label_total      # (K,) training examples carrying each label
+    cdef vector[pair[int64_t, int64_t]] ranked_labels  # store_leaf's (-count, label_total * K + label)
     cdef int64_t hist_total               # sum of label_hist
     cdef int64_t hist_rows                # rows counted into label_hist
     cdef vector[float64_t] epoch_objective  # (E,) trace of the node being trained
@@ -126,5 +129,6 @@ cdef class TreeBuilder:
     cdef int store_split(self, index_t node) except -1 nogil
     cdef int count_labels(self, const vector[index_t]& rows) except -1 nogil
     cdef int store_leaf(self, index_t node) except -1 nogil
+    cdef int keep_most_frequent_labels(self) except -1 nogil
     cdef void clear_histogram(self) noexcept nogil
     cdef int make_leaf(self, index_t node) except -1 nogil

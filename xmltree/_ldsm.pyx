@@ -55,7 +55,7 @@ from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
 from ._optim cimport MAX_GROUP_SIZE, OPTIMIZER_NAG, OPTIMIZER_SGD, regressor_step, reset_group
-from ._optim cimport score, sigmoid, weight_of
+from ._optim cimport group_block_size, new_group, score, sigmoid, weight_of
 from ._random cimport rng_below, rng_seed, rng_shuffle, rng_uniform
 from ._routing cimport route
 from ._sparse cimport CSRView, csr_view
@@ -145,13 +145,8 @@ cdef class NodeTrainer:
         cdef index_t arity = self.settings.arity
         if arity > MAX_GROUP_SIZE:
             raise ValueError(f"arity must be at most {MAX_GROUP_SIZE}, got {arity}")
-        self.regressors.n_regressors = arity
-        self.regressors.block_size = 1 + 2 * arity
-        self.state.assign(<offset_t>(self.X.n_cols + 1) * self.regressors.block_size, 0.0)
-        self.regressors.state = self.state.data()
-        self.regressors.norm = 0.0
-        self.regressors.n_updates = 0
-        self.regressors.bias_index = self.X.n_cols
+        self.state.assign(<offset_t>(self.X.n_cols + 1) * group_block_size(arity), 0.0)
+        self.regressors = new_group(self.state.data(), arity, self.X.n_cols)
         self.targets.assign(arity, 0.0)
         self.scores.assign(arity, 0.0)
         self.feature_bits.assign((self.X.n_cols + 63) // 64, 0)
@@ -442,14 +437,21 @@ cdef class TreeBuilder:
         Called with the number of nodes expanded so far after each expansion.
     leaf_scores : {"distribution", "frequency"}
         What a leaf stores for each of its labels, as in :func:`build_tree`.
+    max_leaf_labels : int or None
+        Labels a leaf keeps at most, as in :func:`build_tree`.
     """
 
     def __init__(self, NodeTrainer trainer, index_t max_nodes, progress=None,
-                 leaf_scores="distribution"):
+                 leaf_scores="distribution", max_leaf_labels=None):
+        cdef offset_t k
         self.trainer = trainer
         self.arity = trainer.settings.arity
         self.max_nodes = max_nodes
         self.leaf_frequency = leaf_scores == "frequency"
+        self.max_leaf_labels = 0 if max_leaf_labels is None else max_leaf_labels
+        self.label_total.assign(trainer.Y.n_cols, 0)
+        for k in range(trainer.Y.indptr[trainer.Y.n_rows]):
+            self.label_total[trainer.Y.indices[k]] += 1
         self.progress = progress
         self.child_rows.resize(self.arity)
         self.label_hist.assign(trainer.Y.n_cols, 0)
@@ -601,9 +603,14 @@ cdef class TreeBuilder:
     cdef int store_leaf(self, index_t node) except -1 nogil:
         """Store the scratch histogram as the leaf scores of ``node``: divided by
         its total (a distribution), or by the number of rows counted (the
-        fraction of the leaf's examples that carry each label)."""
+        fraction of the leaf's examples that carry each label).
+
+        Only the ``max_leaf_labels`` most frequent labels are stored (if set),
+        with the scores they have among all of the leaf's labels."""
         cdef index_t k, label
         cdef float64_t total = self.hist_rows if self.leaf_frequency else self.hist_total
+        if 0 < self.max_leaf_labels < <index_t>self.hist_labels.size():
+            self.keep_most_frequent_labels()
         sort(self.hist_labels.begin(), self.hist_labels.end())
         self.leaf_begin[node] = self.leaf_label.size()
         for k in range(<index_t>self.hist_labels.size()):
@@ -611,6 +618,32 @@ cdef class TreeBuilder:
             self.leaf_label.push_back(label)
             self.leaf_value.push_back(<float32_t>(self.label_hist[label] / total))
         self.leaf_end[node] = self.leaf_label.size()
+        return 0
+
+    cdef int keep_most_frequent_labels(self) except -1 nogil:
+        """Shorten ``hist_labels`` to its ``max_leaf_labels`` labels of the
+        largest counts (in no particular order).
+
+        Ties go to the labels fewer training examples carry, then to smaller
+        ids: a frequent label is found through many other leaves, a rare one
+        through few. The labels dropped are zeroed in ``label_hist``, which
+        `clear_histogram` no longer reaches them through.
+        """
+        cdef index_t k, label, n_kept = self.max_leaf_labels
+        cdef int64_t n_labels = self.label_total.size(), key
+        self.ranked_labels.clear()
+        for k in range(<index_t>self.hist_labels.size()):
+            label = self.hist_labels[k]
+            # Both parts of the tie-break in one key: totals and ids are < 2**31.
+            key = self.label_total[label] * n_labels + label
+            self.ranked_labels.push_back(pair[int64_t, int64_t](-self.label_hist[label], key))
+        nth_element(self.ranked_labels.begin(), self.ranked_labels.begin() + n_kept,
+                    self.ranked_labels.end())
+        for k in range(n_kept, <index_t>self.ranked_labels.size()):
+            self.label_hist[self.ranked_labels[k].second % n_labels] = 0
+        self.hist_labels.resize(n_kept)
+        for k in range(n_kept):
+            self.hist_labels[k] = self.ranked_labels[k].second % n_labels
         return 0
 
     cdef void clear_histogram(self) noexcept nogil:
@@ -716,7 +749,7 @@ cdef object _gather_spans(const stored_t* buffer, const vector[offset_t]& begin,
 
 def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, learning_rate,
                routing, weight_threshold, seed, max_weights=None, weights_per_row=None,
-               progress=None, leaf_scores="distribution"):
+               progress=None, leaf_scores="distribution", max_leaf_labels=None):
     """Grow one LdSM tree and return it as flat arrays.
 
     The inputs are trusted, as every kernel's are: X and Y as
@@ -764,6 +797,10 @@ def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, l
         label's share of all their label occurrences (the paper's normalised
         histogram, summing to 1), or the fraction of the examples that carry
         the label (in (0, 1]; an estimate of P(label | leaf)).
+    max_leaf_labels : int or None, default=None
+        Labels a leaf stores at most, >= 1: its most frequent (ties to
+        smaller label ids), with the scores they have among all its labels.
+        None: all.
 
     Returns
     -------
@@ -780,7 +817,8 @@ def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, l
                           optimizer=optimizer, learning_rate=learning_rate, routing=routing,
                           weight_threshold=weight_threshold, seed=seed, max_weights=max_weights,
                           weights_per_row=weights_per_row)
-    cdef TreeBuilder builder = TreeBuilder(trainer, max_nodes, progress, leaf_scores)
+    cdef TreeBuilder builder = TreeBuilder(trainer, max_nodes, progress, leaf_scores,
+                                           max_leaf_labels)
     with nogil:
         builder.grow()
     return builder.to_arrays()

@@ -42,7 +42,7 @@ from libc.stdint cimport int32_t, int64_t
 from libc.string cimport memset
 from libcpp.vector cimport vector
 
-from ._optim cimport OPTIMIZER_NAG, OPTIMIZER_SGD, RegressorGroup, nag_margin_step
+from ._optim cimport OPTIMIZER_NAG, OPTIMIZER_SGD, RegressorGroup, nag_margin_step, new_group
 from ._optim cimport regressor_step, score, sgd_margin_step
 from ._sparse cimport CSRView, csr_view, row_indices, row_nnz, row_values
 from ._top_k cimport offer_top_k, sort_top_k
@@ -164,19 +164,13 @@ cdef class LOMTreeBuilder:
 
         noexcept is safe: ``__cinit__`` reserved the capacity of every slot.
         """
-        cdef RegressorGroup fresh
         cdef index_t slot = <index_t>self.regressors.size()
-        fresh.state = &self.state[slot, 0, 0]
-        fresh.n_regressors = 1
-        fresh.block_size = 3
-        fresh.bias_index = self.n_features
-        fresh.norm = 0.0
-        fresh.n_updates = 0
-        self.regressors.push_back(fresh)
+        self.regressors.push_back(new_group(&self.state[slot, 0, 0], 1, self.n_features))
 
     cdef void _reset_regressor(self, index_t slot) noexcept nogil:
         """Zero the weights and optimiser state of a regressor slot."""
-        memset(self.regressors[slot].state, 0, (self.n_features + 1) * 3 * sizeof(float64_t))
+        memset(self.regressors[slot].state, 0,
+               (self.n_features + 1) * self.regressors[slot].block_size * sizeof(float64_t))
         self.regressors[slot].norm = 0.0
         self.regressors[slot].n_updates = 0
 

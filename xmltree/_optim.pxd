@@ -57,6 +57,27 @@ cdef struct RegressorGroup:
     index_t bias_index      # index of the constant bias feature (= n_features)
 
 
+cdef inline index_t group_block_size(index_t n_regressors) noexcept nogil:
+    """Doubles per feature block of a group of `n_regressors`: s_j, then w_j
+    and G_j of each regressor."""
+    return 1 + 2 * n_regressors
+
+
+cdef inline RegressorGroup new_group(float64_t* state, index_t n_regressors,
+                                     index_t n_features) noexcept nogil:
+    """A group of `n_regressors` over `state`, ``n_features + 1`` blocks of
+    ``group_block_size(n_regressors)`` float64 that the caller zeroes (or
+    fills), with no update applied yet."""
+    cdef RegressorGroup group
+    group.state = state
+    group.n_regressors = n_regressors
+    group.block_size = group_block_size(n_regressors)
+    group.norm = 0.0
+    group.n_updates = 0
+    group.bias_index = n_features
+    return group
+
+
 cdef inline float64_t* feature_block(const RegressorGroup* group, index_t j) noexcept nogil:
     """Return the state block of feature j (the bias for ``j == bias_index``)."""
     return group.state + <offset_t>j * group.block_size

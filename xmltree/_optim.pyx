@@ -357,13 +357,9 @@ def _check_step_arguments(weights, indices, values):
 cdef RegressorGroup _group_of_one(float64_t[:, ::1] blocks, float64_t norm,
                                   long long n_updates):
     """A group of one regressor over ``blocks``, (n_features + 1, 3): ``s_j, w_j, G_j``."""
-    cdef RegressorGroup group
-    group.state = &blocks[0, 0]
-    group.n_regressors = 1
-    group.block_size = 3
+    cdef RegressorGroup group = new_group(&blocks[0, 0], 1, blocks.shape[0] - 1)
     group.norm = norm
     group.n_updates = n_updates
-    group.bias_index = blocks.shape[0] - 1
     return group
 
 

@@ -203,11 +203,20 @@ def _number_or_word(text: str):
 _number_or_word.__name__ = "number"
 
 
+def _integer_or_word(text: str):
+    """argparse type: an integer, or the word 'auto' or 'none'."""
+    word = text.lower()
+    return word if word in ("auto", "none") else int(text)
+
+
+_integer_or_word.__name__ = "integer"
+
+
 def _none_spelled_out(params: dict) -> dict:
     """``params`` with 'none' turned into None for the options where None is a
     setting of its own (elsewhere a None value means "option not given")."""
-    return {name: None if name in ("feature_scaling", "descent_threshold") and value == "none"
-            else value for name, value in params.items()}
+    return {name: None if name in ("feature_scaling", "descent_threshold", "max_leaf_labels")
+            and value == "none" else value for name, value in params.items()}
 
 
 def _add_format_option(parser: argparse.ArgumentParser) -> None:
@@ -246,6 +255,9 @@ _HYPER_PARAMETERS = (
     ("descent_threshold", "number, auto or none",
      "LdSM: score at which a fitted tree sends an example to a child (none: as in "
      "training; auto: 0.05 over more than 2000 labels, else none)"),
+    ("max_leaf_labels", "integer, auto or none",
+     "LdSM: labels a leaf keeps, its most frequent (none: all; auto: 32 with linear "
+     "leaves and the training descent, else none)"),
     ("max_internal_nodes", int, "LOMtree: node budget (default: classes - 1)"),
     ("swap_resistance", float, "LOMtree: swap resistance RS"),
     ("loss", ("hinge", "logistic"), "LOMtree: loss of the node regressors"),
@@ -267,7 +279,8 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         if isinstance(kind, tuple):
             group.add_argument(flag, dest=name, choices=kind, help=text)
         elif isinstance(kind, str):
-            group.add_argument(flag, dest=name, type=_number_or_word, metavar="X", help=text)
+            group.add_argument(flag, dest=name, metavar="X", help=text, type=(
+                _integer_or_word if kind.startswith("integer") else _number_or_word))
         else:
             group.add_argument(flag, dest=name, type=kind, help=text)
     group.add_argument("--rerank", action="store_true",

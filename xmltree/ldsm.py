@@ -31,7 +31,12 @@ import joblib
 import numpy as np
 import scipy.sparse as sp
 
-from ._auto_settings import auto_node_budget, resolve_descent_threshold, resolve_histogram_weight
+from ._auto_settings import (
+    auto_node_budget,
+    resolve_descent_threshold,
+    resolve_histogram_weight,
+    resolve_max_leaf_labels,
+)
 from ._base import (
     MAX_EPOCHS,
     MAX_INDEX,
@@ -172,6 +177,15 @@ class LdSM(TopKEstimator):
         costs prediction time. "auto": 0.05 with ``routing="margin"`` and
         more than ``WIDE_DESCENT_MIN_LABELS`` (2000) labels, else None
         (measured in ``benchmarks/README.md``, "Wider descent").
+    max_leaf_labels : int, None or "auto", default="auto"
+        Labels a leaf stores at most, >= 1: its most frequent, ties to the
+        labels fewer training examples carry, with the scores they have
+        among all of the leaf's labels. None: all. Fewer labels make the
+        histograms cheaper to add up at prediction and the candidates
+        cheaper to find when fitting linear leaves. "auto": 32 with linear
+        leaves and the training rule's descent (see `descent_threshold`),
+        else None (measured in ``benchmarks/README.md``, "Labels a leaf
+        keeps").
     feature_scaling : {"auto", "tfidf", "l2", None}, default="auto"
         Feature scaling learned at :meth:`fit` and applied to every input
         of :meth:`predict`, :meth:`predict_file` and the re-ranker (see
@@ -266,9 +280,9 @@ class LdSM(TopKEstimator):
                  lambda2=1.0, optimizer="nag", learning_rate=0.1, routing="margin",
                  weight_threshold=0.05, leaf_scores="frequency", leaf_aggregation="mean",
                  leaf_model="linear", C=0.35, n_candidates=200, histogram_weight="auto",
-                 descent_threshold="auto", feature_scaling="auto", max_weights_per_regressor=2048,
-                 max_weights_per_example=4.0, rerank=False, random_state=None, first_tree=0,
-                 n_jobs=-1, verbose=False):
+                 descent_threshold="auto", max_leaf_labels="auto", feature_scaling="auto",
+                 max_weights_per_regressor=2048, max_weights_per_example=4.0, rerank=False,
+                 random_state=None, first_tree=0, n_jobs=-1, verbose=False):
         self.n_trees = n_trees
         self.arity = arity
         self.max_nodes = max_nodes
@@ -286,6 +300,7 @@ class LdSM(TopKEstimator):
         self.n_candidates = n_candidates
         self.histogram_weight = histogram_weight
         self.descent_threshold = descent_threshold
+        self.max_leaf_labels = max_leaf_labels
         self.feature_scaling = feature_scaling
         self.max_weights_per_regressor = max_weights_per_regressor
         self.max_weights_per_example = max_weights_per_example
@@ -343,6 +358,14 @@ class LdSM(TopKEstimator):
             except ValueError:
                 raise ValueError("descent_threshold must be None, 'auto' or a finite number, "
                                  f"got {threshold!r}") from None
+        max_leaf_labels = params["max_leaf_labels"]
+        if not (max_leaf_labels is None or isinstance(max_leaf_labels, str)
+                and max_leaf_labels == "auto"):
+            try:
+                check_int("max_leaf_labels", max_leaf_labels, 1, MAX_INDEX)
+            except ValueError:
+                raise ValueError("max_leaf_labels must be None, 'auto' or an integer >= 1, "
+                                 f"got {max_leaf_labels!r}") from None
         check_choice("feature_scaling", params["feature_scaling"], FEATURE_SCALINGS)
         make_reranker(params["rerank"])
         check_seed(params["random_state"])
@@ -393,6 +416,13 @@ class LdSM(TopKEstimator):
             params["weight_threshold"] = 1.0 / X.shape[1]
         if params["max_nodes"] is None:
             params["max_nodes"] = auto_node_budget(X.shape[0], params["arity"])
+        training_threshold = ROUTING_THRESHOLDS[params["routing"]]
+        descent_threshold = resolve_descent_threshold(params["descent_threshold"],
+                                                      params["routing"], Y.shape[1])
+        params["max_leaf_labels"] = resolve_max_leaf_labels(
+            params["max_leaf_labels"], params["leaf_model"],
+            training_threshold if descent_threshold is None else descent_threshold,
+            training_threshold)
         # generate_state(n)[:m] == generate_state(m): tree t always gets word t,
         # which is what makes first_tree shards merge into the single fit.
         first = params["first_tree"]
@@ -693,7 +723,7 @@ class LdSM(TopKEstimator):
         # descend as they were trained.
         hyper = {"leaf_scores": "distribution", "leaf_aggregation": "mean",
                  "leaf_model": "histogram", "feature_scaling": None, "descent_threshold": None,
-                 **params["hyper_parameters"]}
+                 "max_leaf_labels": None, **params["hyper_parameters"]}
         unknown = set(hyper) - set(cls._param_names())
         if unknown:
             raise ModelFormatError(f"LdSM model: unknown hyper-parameters {sorted(unknown)}")
@@ -957,7 +987,7 @@ def _build_trees(X: sp.csr_matrix, Y: sp.csr_matrix, params: dict,
 
     settings = {name: params[name] for name in (
         "arity", "max_nodes", "epochs", "lambda1", "lambda2", "optimizer",
-        "learning_rate", "routing", "weight_threshold", "leaf_scores")}
+        "learning_rate", "routing", "weight_threshold", "leaf_scores", "max_leaf_labels")}
     settings["max_weights"] = params["max_weights_per_regressor"]
     settings["weights_per_row"] = params["max_weights_per_example"]
     progress = TreeProgress(len(seeds)) if params["verbose"] else None
