@@ -317,16 +317,20 @@ def test_train_takes_the_leaf_and_scaling_options(tmp_path, split_files, options
         assert (loaded.C, loaded.n_candidates, loaded.histogram_weight) == (0.5, 7, 0.1)
 
 
-@pytest.mark.parametrize("option, expected", [("auto", "auto"), ("none", None),
-                                              ("0.1", 0.1), ("NONE", None)])
-def test_train_takes_the_descent_threshold(tmp_path, split_files, option, expected):
+@pytest.mark.parametrize("name, option, expected", [
+    ("descent_threshold", "auto", "auto"), ("descent_threshold", "none", None),
+    ("descent_threshold", "0.1", 0.1), ("descent_threshold", "NONE", None),
+    ("max_leaf_labels", "auto", "auto"), ("max_leaf_labels", "none", None),
+    ("max_leaf_labels", "12", 12),
+])
+def test_train_takes_words_or_numbers(tmp_path, split_files, name, option, expected):
     from xmltree import load
 
     train, _ = split_files
     model = tmp_path / "model.npz"
     assert main(["-q", "train", str(train), "--model", str(model), *SMALL_MODEL,
-                 "--descent-threshold", option]) == 0
-    assert load(model).descent_threshold == expected
+                 f"--{name.replace('_', '-')}", option]) == 0
+    assert getattr(load(model), name) == expected
 
 
 def test_a_bad_descent_threshold_is_a_usage_error(split_files, capsys):
@@ -334,17 +338,6 @@ def test_a_bad_descent_threshold_is_a_usage_error(split_files, capsys):
     with pytest.raises(SystemExit):
         main(["-q", "train", str(train), "--descent-threshold", "wide"])
     assert "--descent-threshold" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("option, expected", [("auto", "auto"), ("none", None), ("12", 12)])
-def test_train_takes_the_leaf_label_limit(tmp_path, split_files, option, expected):
-    from xmltree import load
-
-    train, _ = split_files
-    model = tmp_path / "model.npz"
-    assert main(["-q", "train", str(train), "--model", str(model), *SMALL_MODEL,
-                 "--max-leaf-labels", option]) == 0
-    assert load(model).max_leaf_labels == expected
 
 
 @pytest.mark.parametrize("option", ["all", "2.5"])
