@@ -232,7 +232,7 @@ def concatenate_trees(trees: list[dict], arity: int, n_features: int,
     """Join flat trees into the arrays of one forest, node ids made global.
 
     Tree t owns global nodes ``tree_offset[t] .. tree_offset[t + 1] - 1``;
-    see ``_tree.pxd`` for every array. The result is read-only: the kernels
+    see ``_forest_arrays.pxd`` for every array. The result is read-only: the kernels
     trust it. With ``release``, each tree's weight and leaf arrays are taken
     out of its dict as soon as they are copied, so that a caller owning the
     dicts holds the model about 1.5 times rather than twice.
