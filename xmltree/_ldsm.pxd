@@ -115,7 +115,7 @@ cdef class TreeBuilder:
     cdef vector[int64_t] label_hist       # (K,) histogram scratch, zero between uses
     cdef vector[index_t] hist_labels      # labels with a non-zero label_hist entry
     cdef vector[int64_t] label_total      # (K,) training examples carrying each label
-    cdef vector[pair[int64_t, int64_t]] ranked_labels  # store_leaf's (-count, label_total * K + label)
+    cdef vector[pair[int64_t, int64_t]] ranked_labels  # (-count, label_total * K + label)
     cdef int64_t hist_total               # sum of label_hist
     cdef int64_t hist_rows                # rows counted into label_hist
     cdef vector[float64_t] epoch_objective  # (E,) trace of the node being trained

@@ -798,9 +798,9 @@ def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, l
         histogram, summing to 1), or the fraction of the examples that carry
         the label (in (0, 1]; an estimate of P(label | leaf)).
     max_leaf_labels : int or None, default=None
-        Labels a leaf stores at most, >= 1: its most frequent (ties to
-        smaller label ids), with the scores they have among all its labels.
-        None: all.
+        Labels a leaf stores at most, >= 1: its most frequent (ties to the
+        labels fewer training examples carry, then to smaller ids), with the
+        scores they have among all its labels. None: all.
 
     Returns
     -------
