@@ -208,6 +208,8 @@ def main(argv=None) -> None:
                         help="a number, 'auto' or 'none' (the training rule)")
     parser.add_argument("--max-leaf-labels", type=_integer_or_word, default=None,
                         help="an integer, 'auto' or 'none' (every label)")
+    parser.add_argument("--max-wide-branches", type=_integer_or_word, default=None,
+                        help="an integer or 'none' (no limit)")
     parser.add_argument("--rerank-param", dest="rerank_params", action="append", default=[],
                         metavar="NAME=VALUE",
                         help="fit LdSM with a tail-label re-ranker with this setting (repeatable) "
@@ -221,7 +223,8 @@ def main(argv=None) -> None:
               ("arity", "max_nodes", "epochs", "learning_rate", "lambda1", "lambda2", "routing",
                "leaf_scores", "leaf_aggregation", "max_weights_per_regressor",
                "max_weights_per_example", "leaf_model", "C", "n_candidates",
-               "histogram_weight", "feature_scaling", "descent_threshold", "max_leaf_labels")
+               "histogram_weight", "feature_scaling", "descent_threshold", "max_leaf_labels",
+               "max_wide_branches")
               if getattr(args, name) is not None}
     params = _none_spelled_out(params)
     if args.rerank_params:

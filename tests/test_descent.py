@@ -10,6 +10,7 @@ from test_tree import random_features, random_flat_tree
 from xmltree._auto_settings import (
     HISTOGRAM_WEIGHT,
     MAX_LEAF_LABELS,
+    MAX_WIDE_BRANCHES,
     WIDE_DESCENT_HISTOGRAM_WEIGHT,
     WIDE_DESCENT_MIN_LABELS,
     WIDE_DESCENT_THRESHOLD,
@@ -159,3 +160,35 @@ def test_files_from_before_leaf_label_limits_keep_every_label(rng, tmp_path):
 def test_bad_leaf_label_limits_are_named(value):
     with pytest.raises(ValueError, match="max_leaf_labels"):
         LdSM(max_leaf_labels=value).fit(np.ones((3, 2)), [[0], [1], [0]])
+
+
+def test_wide_branches_are_limited_by_default_and_survive_save_and_load(rng, tmp_path):
+    X = random_features(rng, 200, N_FEATURES)
+    n_labels = WIDE_DESCENT_MIN_LABELS + 500
+    limited = random_model(rng, n_labels)
+    unlimited = LdSM(n_trees=3, max_wide_branches=None, **PAPER)
+    unlimited._set_trees(limited.trees_, N_FEATURES, n_labels)
+    assert limited._forest.max_wide_branches == MAX_WIDE_BRANCHES
+    assert unlimited._forest.max_wide_branches == -1
+    assert np.all(limited.leaves_reached(X) <= unlimited.leaves_reached(X))
+    limited.save(tmp_path / "model.npz")
+    loaded = LdSM.load(tmp_path / "model.npz")
+    assert loaded.max_wide_branches == MAX_WIDE_BRANCHES
+    assert np.array_equal(loaded.leaves_reached(X), limited.leaves_reached(X))
+
+
+def test_files_from_before_wide_branch_limits_have_none(rng, tmp_path):
+    path = tmp_path / "old.npz"
+    random_model(rng, WIDE_DESCENT_MIN_LABELS + 500).save(path)
+    with np.load(path) as archive:
+        params = json.loads(archive["__meta__"].tobytes())["params"]
+    del params["hyper_parameters"]["max_wide_branches"]
+    rewrite_meta(path, params=params)
+    loaded = LdSM.load(path)
+    assert loaded.max_wide_branches is None and loaded._forest.max_wide_branches == -1
+
+
+@pytest.mark.parametrize("value", [-1, 256, 1.5, "auto", True])
+def test_bad_wide_branch_limits_are_named(value):
+    with pytest.raises(ValueError, match="max_wide_branches"):
+        LdSM(max_wide_branches=value).fit(np.ones((3, 2)), [[0], [1], [0]])

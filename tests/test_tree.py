@@ -85,11 +85,18 @@ def random_features(rng, n_samples, n_features, density=0.3):
                      random_state=np.random.RandomState(rng.integers(2**31)))
 
 
-def reference_leaves(tree, x, arity, threshold):
-    """Leaves reached by dense example ``x``, left to right (Algorithm 2)."""
+def reference_leaves(tree, x, arity, threshold, training_threshold=None, max_wide=None):
+    """Leaves reached by dense example ``x``, left to right (Algorithm 2).
+
+    With `max_wide`, a path takes at most that many children that
+    `threshold` admits and `training_threshold` would not.
+    """
     leaves = []
 
-    def visit(node):
+    def chosen(scores, bar):
+        return [m for m in range(arity) if scores[m] >= bar] or [int(np.argmax(scores))]
+
+    def visit(node, wide):
         child = tree["first_child"][node]
         if child < 0:
             leaves.append(node)
@@ -102,11 +109,14 @@ def reference_leaves(tree, x, arity, threshold):
             for p in range(tree["weight_indptr"][row], tree["weight_indptr"][row + 1]):
                 total += float(x[tree["weight_indices"][p]]) * float(tree["weight_values"][p])
             scores.append(total)
-        chosen = [m for m in range(arity) if scores[m] >= threshold]
-        for m in chosen or [int(np.argmax(scores))]:
-            visit(child + m)
+        trained = chosen(scores, training_threshold) if max_wide is not None else []
+        for m in chosen(scores, threshold):
+            if max_wide is None or m in trained:
+                visit(child + m, wide)
+            elif wide < max_wide:
+                visit(child + m, wide + 1)
 
-    visit(0)
+    visit(0, 0)
     return leaves
 
 
@@ -204,6 +214,33 @@ def test_descent_threshold_matches_reference(rng, threshold):
         assert np.all(expected_counts >= trained_counts)
     else:
         assert np.all(expected_counts <= trained_counts)
+
+
+@pytest.mark.parametrize("max_wide", [0, 1, 2])
+def test_wide_branches_per_path_match_reference(rng, max_wide):
+    trees = [random_flat_tree(rng, arity=3, n_features=20, n_labels=30) for _ in range(3)]
+    X = random_features(rng, 150, 20)
+    limited = Forest(trees, arity=3, n_features=20, n_labels=30, routing="margin",
+                     descent_threshold=-0.5, max_wide_branches=max_wide)
+    expected = [[len(reference_leaves(tree, x, 3, -0.5, 0.5, max_wide)) for tree in trees]
+                for x in X.toarray()]
+    counts = limited.leaves_reached(X)
+    np.testing.assert_array_equal(counts, expected)
+    trained = Forest(trees, arity=3, n_features=20, n_labels=30, routing="margin")
+    wide = Forest(trees, arity=3, n_features=20, n_labels=30, routing="margin",
+                  descent_threshold=-0.5)
+    assert np.all(trained.leaves_reached(X) <= counts)
+    assert np.all(counts <= wide.leaves_reached(X))
+    if max_wide > 0:  # the limit binds, and wide branches are taken
+        assert np.any(counts < wide.leaves_reached(X))
+        assert np.any(counts > trained.leaves_reached(X))
+    if max_wide == 0:  # no wide branch at all: the training rule's descent
+        for got, want in zip(limited.predict_top_k(X, 5), trained.predict_top_k(X, 5)):
+            np.testing.assert_array_equal(got, want)
+    # The limit means nothing without a wider descent.
+    same = Forest(trees, arity=3, n_features=20, n_labels=30, routing="margin",
+                  max_wide_branches=max_wide)
+    np.testing.assert_array_equal(same.leaves_reached(X), trained.leaves_reached(X))
 
 
 @pytest.mark.parametrize("n_threads", [2, 3])

@@ -17,6 +17,7 @@ instead (measured on Amazon-670K-shaped data too); the block's features
 are gathered once as their slots in the node block.
 """
 
+from libc.stdint cimport uint8_t
 from libc.stdlib cimport realloc
 
 from ._forest_arrays cimport (SCORE_GROUP, SPREAD_COST, ForestArrays, LeafPair,
@@ -288,9 +289,15 @@ cdef index_t split_node(const ForestArrays* f, Scratch* s, index_t depth) noexce
     cdef offset_t start = s.stack_start[depth], base
     cdef index_t count = s.stack_count[depth]
     cdef bint spread = spreading_pays(f, s, node, s.members + start, count)
+    cdef bint limited = f.max_wide_branches >= 0 and f.threshold < f.training_threshold
+    cdef uint8_t taken
+    cdef offset_t capacity = s.members_capacity, slot
     base = start + count
     if not reserve(<void**>&s.members, &s.members_capacity,
                    base + <offset_t>arity * count, sizeof(index_t)):
+        return -1
+    if not reserve(<void**>&s.member_wide_branches, &capacity, s.members_capacity,
+                   sizeof(uint8_t)):
         return -1
     for m in range(arity):
         s.child_count[m] = 0
@@ -306,12 +313,21 @@ cdef index_t split_node(const ForestArrays* f, Scratch* s, index_t depth) noexce
         n_scored = score_examples(f, node, s, s.members + start + i, count - i, spread)
         for g in range(n_scored):
             k = s.members[start + i]
+            taken = s.member_wide_branches[start + i]
             route(s.node_scores + g * arity, arity, f.threshold, s.goes)
+            if limited:
+                route(s.node_scores + g * arity, arity, f.training_threshold, s.trained_goes)
             for m in range(arity):
                 # Branch-free append: the slot is overwritten unless the
                 # example goes to child m (child_count[m] <= i < count, so it
                 # stays in the child's segment).
-                s.members[base + <offset_t>(arity - 1 - m) * count + s.child_count[m]] = k
+                slot = base + <offset_t>(arity - 1 - m) * count + s.child_count[m]
+                s.members[slot] = k
+                s.member_wide_branches[slot] = taken
+                if limited and s.goes[m] and not s.trained_goes[m]:
+                    # A child only the wider threshold admits: one more wide branch.
+                    s.goes[m] = taken < f.max_wide_branches
+                    s.member_wide_branches[slot] = taken + 1
                 s.child_count[m] += s.goes[m]
             i += 1
     if spread:
@@ -341,6 +357,7 @@ cdef offset_t descend_tree(const ForestArrays* f, Scratch* s, index_t n_rows,
     cdef offset_t n_pairs = 0, start
     for k in range(n_rows):
         s.members[k] = k
+        s.member_wide_branches[k] = 0
     s.stack[0] = <index_t>f.tree_offset[tree]
     s.stack_start[0] = 0
     s.stack_count[0] = n_rows

@@ -47,6 +47,9 @@ cdef struct ForestArrays:
     index_t n_labels             # number of labels (K)
     index_t max_tree_nodes       # nodes of the largest tree: bounds the descent stack
     float64_t threshold          # routing threshold on the raw score z
+    float64_t training_threshold # the routing rule's threshold when the trees were trained
+    index_t max_wide_branches    # with threshold < training_threshold: children a path may
+                                 # take that only `threshold` admits; -1: no limit
     bint dense_scores            # accumulate scores without tracking touched labels,
                                  # then find them by scanning all n_labels scores
     bint sum_leaves              # a tree adds up the leaves an example reaches
@@ -92,6 +95,8 @@ cdef struct Scratch:
     index_t* members             # examples of the block (0 .. block_size - 1) that
                                  # reached each stacked node, one segment per node
     offset_t members_capacity    # allocated length of members (grows on demand)
+    uint8_t* member_wide_branches  # (members_capacity,) wide branches taken on the path
+                                   # of each entry of members
     index_t* child_count         # (arity,) examples sent to each child of a node
     LeafPair* pairs              # leaves reached in the current tree, left to right
     offset_t pairs_capacity      # allocated length of pairs (grows on demand)
@@ -115,6 +120,7 @@ cdef struct Scratch:
                                  # feature-major: child m's weight for feature j at
                                  # feature_slot[j] * arity + m; all zero between nodes
     uint8_t* goes                # (arity,) children chosen by the routing rule
+    uint8_t* trained_goes        # (arity,) those the training rule alone would choose
     const CSRView* rows          # the examples being predicted (for re-scoring)
     float32_t* dense_x           # (n_features,) one example spread out, zero between
                                  # examples (only with label classifiers)

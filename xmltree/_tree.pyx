@@ -120,6 +120,10 @@ cdef class Forest:
         Score at or above which an example descends to a child (the best
         child when none qualifies); ``None``: the routing threshold of
         training, so that training examples follow their training paths.
+    max_wide_branches : int or None, default=None
+        With a `descent_threshold` below the training rule's: how many
+        children a path may take that only `descent_threshold` admits (0 to
+        255; the training rule's children are always taken). None: no limit.
     release : bool, default=False
         Remove each tree's weight and leaf arrays from its dict as soon as
         they are copied, so that a caller owning the dicts holds the model
@@ -133,7 +137,7 @@ cdef class Forest:
 
     def __init__(self, trees, *, arity, n_features, n_labels, routing,
                  leaf_scores="distribution", leaf_aggregation="mean", descent_threshold=None,
-                 release=False, check_trees=True):
+                 max_wide_branches=None, release=False, check_trees=True):
         if check_trees:
             if len(trees) < 1:
                 raise ModelFormatError("a forest needs at least one tree")
@@ -144,8 +148,10 @@ cdef class Forest:
         self.arity = arity
         self.n_features = n_features
         self.n_labels = n_labels
-        self.threshold = (routing_threshold(routing) if descent_threshold is None
+        self.training_threshold = routing_threshold(routing)
+        self.threshold = (self.training_threshold if descent_threshold is None
                           else descent_threshold)
+        self.max_wide_branches = -1 if max_wide_branches is None else max_wide_branches
         self.sum_leaves = leaf_aggregation == "sum"
         self.label_indptr = None
         arrays = concatenate_trees(list(trees), arity, n_features, release)
@@ -181,6 +187,8 @@ cdef class Forest:
         self.arrays.n_labels = self.n_labels
         self.arrays.max_tree_nodes = int(np.max(np.diff(self.tree_offset)))
         self.arrays.threshold = self.threshold
+        self.arrays.training_threshold = self.training_threshold
+        self.arrays.max_wide_branches = self.max_wide_branches
         self.arrays.dense_scores = self.dense_scores
         self.arrays.sum_leaves = self.sum_leaves
         self.arrays.tree_offset = &tree_offset[0]
@@ -488,6 +496,7 @@ cdef int init_scratch(Scratch* s, const ForestArrays* f, index_t block_size) noe
     s.block_size = block_size
     s.members_capacity = <offset_t>(f.arity + 1) * block_size
     s.members = <index_t*>malloc(s.members_capacity * sizeof(index_t))
+    s.member_wide_branches = <uint8_t*>malloc(s.members_capacity * sizeof(uint8_t))
     s.child_count = <index_t*>malloc(f.arity * sizeof(index_t))
     s.pairs_capacity = 2 * <offset_t>block_size
     s.pairs = <LeafPair*>malloc(s.pairs_capacity * sizeof(LeafPair))
@@ -503,6 +512,7 @@ cdef int init_scratch(Scratch* s, const ForestArrays* f, index_t block_size) noe
     s.block_slots_capacity = 0
     s.node_block = <float32_t*>calloc(<offset_t>f.n_features * f.arity, sizeof(float32_t))
     s.goes = <uint8_t*>malloc(f.arity * sizeof(uint8_t))
+    s.trained_goes = <uint8_t*>malloc(f.arity * sizeof(uint8_t))
     if f.rescore:
         s.dense_x = <float32_t*>calloc(f.n_features, sizeof(float32_t))
         s.candidate_labels = <index_t*>malloc(f.n_candidates * sizeof(index_t))
@@ -511,12 +521,13 @@ cdef int init_scratch(Scratch* s, const ForestArrays* f, index_t block_size) noe
             return -1
     if (s.label_score == NULL or s.label_seen == NULL
             or s.touched == NULL or s.stack == NULL or s.stack_start == NULL
-            or s.stack_count == NULL or s.members == NULL or s.child_count == NULL
+            or s.stack_count == NULL or s.members == NULL or s.member_wide_branches == NULL
+            or s.child_count == NULL
             or s.pairs == NULL
             or s.block_leaves == NULL or s.block_first_leaf == NULL
             or s.block_n_leaves == NULL
             or s.node_scores == NULL or s.example_start == NULL or s.node_block == NULL
-            or s.goes == NULL):
+            or s.goes == NULL or s.trained_goes == NULL):
         return -1
     return 0
 
@@ -534,6 +545,7 @@ cdef void free_scratch(Scratch* scratches, int n_threads) noexcept nogil:
         free(scratches[t].stack_start)
         free(scratches[t].stack_count)
         free(scratches[t].members)
+        free(scratches[t].member_wide_branches)
         free(scratches[t].child_count)
         free(scratches[t].pairs)
         free(scratches[t].block_leaves)
@@ -544,6 +556,7 @@ cdef void free_scratch(Scratch* scratches, int n_threads) noexcept nogil:
         free(scratches[t].block_slots)
         free(scratches[t].node_block)
         free(scratches[t].goes)
+        free(scratches[t].trained_goes)
         free(scratches[t].dense_x)
         free(scratches[t].candidate_labels)
         free(scratches[t].candidate_scores)

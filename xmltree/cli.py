@@ -215,7 +215,8 @@ _integer_or_word.__name__ = "integer"
 def _none_spelled_out(params: dict) -> dict:
     """``params`` with 'none' turned into None for the options where None is a
     setting of its own (elsewhere a None value means "option not given")."""
-    return {name: None if name in ("feature_scaling", "descent_threshold", "max_leaf_labels")
+    return {name: None if name in ("feature_scaling", "descent_threshold", "max_leaf_labels",
+                                   "max_wide_branches")
             and value == "none" else value for name, value in params.items()}
 
 
@@ -255,6 +256,9 @@ _HYPER_PARAMETERS = (
     ("descent_threshold", "number, auto or none",
      "LdSM: score at which a fitted tree sends an example to a child (none: as in "
      "training; auto: 0.05 over more than 2000 labels, else none)"),
+    ("max_wide_branches", "integer or none",
+     "LdSM: children a path of the wider descent may take that only its threshold admits "
+     "(none: no limit; default 3)"),
     ("max_leaf_labels", "integer, auto or none",
      "LdSM: labels a leaf keeps, its most frequent (none: all; auto: 32 with linear "
      "leaves and the training descent, else none)"),

@@ -32,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._auto_settings import (
+    MAX_WIDE_BRANCHES,
     auto_node_budget,
     resolve_descent_threshold,
     resolve_histogram_weight,
@@ -74,6 +75,9 @@ __all__ = ["LdSM", "NotFittedError", "merge"]
 logger = logging.getLogger(__name__)
 
 _OPTIMIZERS = ("nag", "sgd")
+
+#: Largest max_wide_branches: the descent counts a path's wide branches in a byte.
+MAX_WIDE_LIMIT = 255
 
 
 class LdSM(TopKEstimator):
@@ -177,6 +181,13 @@ class LdSM(TopKEstimator):
         costs prediction time. "auto": 0.05 with ``routing="margin"`` and
         more than ``WIDE_DESCENT_MIN_LABELS`` (2000) labels, else None
         (measured in ``benchmarks/README.md``, "Wider descent").
+    max_wide_branches : int or None, default=3
+        With a `descent_threshold` below the training rule's: how many
+        children a path may take that only `descent_threshold` admits, in
+        [0, 255] (the children the training rule chooses are always taken).
+        Bounds the leaves an example reaches as trees grow: more children
+        then clear the lower threshold by their bias alone. None: no limit
+        (measured in ``benchmarks/README.md``, "Amazon-670K shape").
     max_leaf_labels : int, None or "auto", default="auto"
         Labels a leaf stores at most, >= 1: its most frequent, ties to the
         labels fewer training examples carry, with the scores they have
@@ -280,7 +291,8 @@ class LdSM(TopKEstimator):
                  lambda2=1.0, optimizer="nag", learning_rate=0.1, routing="margin",
                  weight_threshold=0.05, leaf_scores="frequency", leaf_aggregation="mean",
                  leaf_model="linear", C=0.35, n_candidates=200, histogram_weight="auto",
-                 descent_threshold="auto", max_leaf_labels="auto", feature_scaling="auto",
+                 descent_threshold="auto", max_wide_branches=MAX_WIDE_BRANCHES,
+                 max_leaf_labels="auto", feature_scaling="auto",
                  max_weights_per_regressor=2048, max_weights_per_example=4.0, rerank=False,
                  random_state=None, first_tree=0, n_jobs=-1, verbose=False):
         self.n_trees = n_trees
@@ -300,6 +312,7 @@ class LdSM(TopKEstimator):
         self.n_candidates = n_candidates
         self.histogram_weight = histogram_weight
         self.descent_threshold = descent_threshold
+        self.max_wide_branches = max_wide_branches
         self.max_leaf_labels = max_leaf_labels
         self.feature_scaling = feature_scaling
         self.max_weights_per_regressor = max_weights_per_regressor
@@ -358,6 +371,8 @@ class LdSM(TopKEstimator):
             except ValueError:
                 raise ValueError("descent_threshold must be None, 'auto' or a finite number, "
                                  f"got {threshold!r}") from None
+        if params["max_wide_branches"] is not None:
+            check_int("max_wide_branches", params["max_wide_branches"], 0, MAX_WIDE_LIMIT)
         max_leaf_labels = params["max_leaf_labels"]
         if not (max_leaf_labels is None or isinstance(max_leaf_labels, str)
                 and max_leaf_labels == "auto"):
@@ -462,6 +477,7 @@ class LdSM(TopKEstimator):
                         leaf_aggregation=self.leaf_aggregation,
                         descent_threshold=resolve_descent_threshold(
                             self.descent_threshold, self.routing, n_labels),
+                        max_wide_branches=self.max_wide_branches,
                         release=release, check_trees=check_trees)
         self._forest = forest
         self.n_features_in_ = n_features
@@ -723,7 +739,8 @@ class LdSM(TopKEstimator):
         # descend as they were trained.
         hyper = {"leaf_scores": "distribution", "leaf_aggregation": "mean",
                  "leaf_model": "histogram", "feature_scaling": None, "descent_threshold": None,
-                 "max_leaf_labels": None, **params["hyper_parameters"]}
+                 "max_leaf_labels": None, "max_wide_branches": None,
+                 **params["hyper_parameters"]}
         unknown = set(hyper) - set(cls._param_names())
         if unknown:
             raise ModelFormatError(f"LdSM model: unknown hyper-parameters {sorted(unknown)}")
