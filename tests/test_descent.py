@@ -40,6 +40,13 @@ def random_model(rng, n_labels, **params):
     return model
 
 
+def with_trees_of(model, n_labels, **params):
+    """An LdSM with `params` over the trees of fitted `model`."""
+    other = LdSM(n_trees=3, **{**PAPER, **params})
+    other._set_trees(model.trees_, N_FEATURES, n_labels)
+    return other
+
+
 def test_auto_widens_margin_trees_over_many_labels_only():
     many = WIDE_DESCENT_MIN_LABELS + 1
     assert resolve_descent_threshold("auto", "margin", many) == WIDE_DESCENT_THRESHOLD
@@ -52,8 +59,7 @@ def test_auto_widens_margin_trees_over_many_labels_only():
 def test_the_training_rule_is_the_default_descent(rng):
     X = random_features(rng, 200, N_FEATURES)
     auto = random_model(rng, 30)
-    explicit = LdSM(n_trees=3, descent_threshold=0.5, **PAPER)
-    explicit._set_trees(auto.trees_, N_FEATURES, 30)
+    explicit = with_trees_of(auto, 30, descent_threshold=0.5)
     assert auto._forest.threshold == explicit._forest.threshold == 0.5
     for got, want in zip(auto.predict(X), explicit.predict(X)):
         assert np.array_equal(got, want)
@@ -63,8 +69,7 @@ def test_many_labels_descend_wider_by_default(rng):
     X = random_features(rng, 200, N_FEATURES)
     n_labels = WIDE_DESCENT_MIN_LABELS + 500
     wide = random_model(rng, n_labels)
-    strict = LdSM(n_trees=3, descent_threshold=None, **PAPER)
-    strict._set_trees(wide.trees_, N_FEATURES, n_labels)
+    strict = with_trees_of(wide, n_labels, descent_threshold=None)
     assert wide._forest.threshold == WIDE_DESCENT_THRESHOLD
     assert np.all(wide.leaves_reached(X) >= strict.leaves_reached(X))
     assert np.any(wide.leaves_reached(X) > strict.leaves_reached(X))
@@ -79,15 +84,23 @@ def test_descent_threshold_survives_save_and_load(rng, tmp_path):
     assert np.array_equal(model.leaves_reached(X), loaded.leaves_reached(X))
 
 
-def test_files_from_before_the_option_descend_as_trained(rng, tmp_path):
+@pytest.mark.parametrize("name, forest_attribute, forest_value", [
+    ("descent_threshold", "threshold", 0.5),         # descend as trained
+    ("max_wide_branches", "max_wide_branches", -1),  # no limit
+    ("max_leaf_labels", None, None),                  # (a training setting)
+])
+def test_files_from_before_an_option_load_as_they_were(rng, tmp_path, name, forest_attribute,
+                                                       forest_value):
     path = tmp_path / "old.npz"
     random_model(rng, WIDE_DESCENT_MIN_LABELS + 500).save(path)
     with np.load(path) as archive:
         params = json.loads(archive["__meta__"].tobytes())["params"]
-    del params["hyper_parameters"]["descent_threshold"]
+    del params["hyper_parameters"][name]
     rewrite_meta(path, params=params)
     loaded = LdSM.load(path)
-    assert loaded.descent_threshold is None and loaded._forest.threshold == 0.5
+    assert getattr(loaded, name) is None
+    if forest_attribute is not None:
+        assert getattr(loaded._forest, forest_attribute) == forest_value
 
 
 @pytest.mark.parametrize("value", ["wide", float("nan"), float("inf"), True, [0.1]])
@@ -146,16 +159,6 @@ def test_fitted_leaves_hold_the_resolved_number_of_labels(n_labels, params, most
                                                                            "auto")
 
 
-def test_files_from_before_leaf_label_limits_keep_every_label(rng, tmp_path):
-    path = tmp_path / "old.npz"
-    random_model(rng, 30).save(path)
-    with np.load(path) as archive:
-        params = json.loads(archive["__meta__"].tobytes())["params"]
-    del params["hyper_parameters"]["max_leaf_labels"]
-    rewrite_meta(path, params=params)
-    assert LdSM.load(path).max_leaf_labels is None
-
-
 @pytest.mark.parametrize("value", [0, -3, 2.5, "all", True, [4]])
 def test_bad_leaf_label_limits_are_named(value):
     with pytest.raises(ValueError, match="max_leaf_labels"):
@@ -166,8 +169,7 @@ def test_wide_branches_are_limited_by_default_and_survive_save_and_load(rng, tmp
     X = random_features(rng, 200, N_FEATURES)
     n_labels = WIDE_DESCENT_MIN_LABELS + 500
     limited = random_model(rng, n_labels)
-    unlimited = LdSM(n_trees=3, max_wide_branches=None, **PAPER)
-    unlimited._set_trees(limited.trees_, N_FEATURES, n_labels)
+    unlimited = with_trees_of(limited, n_labels, max_wide_branches=None)
     assert limited._forest.max_wide_branches == MAX_WIDE_BRANCHES
     assert unlimited._forest.max_wide_branches == -1
     assert np.all(limited.leaves_reached(X) <= unlimited.leaves_reached(X))
@@ -175,17 +177,6 @@ def test_wide_branches_are_limited_by_default_and_survive_save_and_load(rng, tmp
     loaded = LdSM.load(tmp_path / "model.npz")
     assert loaded.max_wide_branches == MAX_WIDE_BRANCHES
     assert np.array_equal(loaded.leaves_reached(X), limited.leaves_reached(X))
-
-
-def test_files_from_before_wide_branch_limits_have_none(rng, tmp_path):
-    path = tmp_path / "old.npz"
-    random_model(rng, WIDE_DESCENT_MIN_LABELS + 500).save(path)
-    with np.load(path) as archive:
-        params = json.loads(archive["__meta__"].tobytes())["params"]
-    del params["hyper_parameters"]["max_wide_branches"]
-    rewrite_meta(path, params=params)
-    loaded = LdSM.load(path)
-    assert loaded.max_wide_branches is None and loaded._forest.max_wide_branches == -1
 
 
 @pytest.mark.parametrize("value", [-1, 256, 1.5, "auto", True])
