@@ -194,22 +194,19 @@ def _optional(kind):
     return parse
 
 
-def _number_or_word(text: str):
-    """argparse type: a float, or the word 'auto' or 'none'."""
-    word = text.lower()
-    return word if word in ("auto", "none") else float(text)
+def _word_or(number, name: str):
+    """An argparse type: the word 'auto' or 'none', else ``number(text)``;
+    argparse calls a bad value an invalid `name` value."""
+    def parse(text: str):
+        word = text.lower()
+        return word if word in ("auto", "none") else number(text)
+
+    parse.__name__ = name
+    return parse
 
 
-_number_or_word.__name__ = "number"
-
-
-def _integer_or_word(text: str):
-    """argparse type: an integer, or the word 'auto' or 'none'."""
-    word = text.lower()
-    return word if word in ("auto", "none") else int(text)
-
-
-_integer_or_word.__name__ = "integer"
+_number_or_word = _word_or(float, "number")
+_integer_or_word = _word_or(int, "integer")
 
 
 def _none_spelled_out(params: dict) -> dict:
