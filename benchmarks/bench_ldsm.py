@@ -210,6 +210,8 @@ def main(argv=None) -> None:
                         help="an integer, 'auto' or 'none' (every label)")
     parser.add_argument("--max-wide-branches", type=_integer_or_word, default=None,
                         help="an integer or 'none' (no limit)")
+    parser.add_argument("--max-row-features", type=_integer_or_word, default=None,
+                        help="an integer, 'auto' or 'none' (every feature)")
     parser.add_argument("--rerank-param", dest="rerank_params", action="append", default=[],
                         metavar="NAME=VALUE",
                         help="fit LdSM with a tail-label re-ranker with this setting (repeatable) "
@@ -224,7 +226,7 @@ def main(argv=None) -> None:
                "leaf_scores", "leaf_aggregation", "max_weights_per_regressor",
                "max_weights_per_example", "leaf_model", "C", "n_candidates",
                "histogram_weight", "feature_scaling", "descent_threshold", "max_leaf_labels",
-               "max_wide_branches")
+               "max_wide_branches", "max_row_features")
               if getattr(args, name) is not None}
     params = _none_spelled_out(params)
     if args.rerank_params:

@@ -88,6 +88,7 @@ def test_descent_threshold_survives_save_and_load(rng, tmp_path):
     ("descent_threshold", "threshold", 0.5),         # descend as trained
     ("max_wide_branches", "max_wide_branches", -1),  # no limit
     ("max_leaf_labels", None, None),                  # (a training setting)
+    ("max_row_features", None, None),                 # (a training setting)
 ])
 def test_files_from_before_an_option_load_as_they_were(rng, tmp_path, name, forest_attribute,
                                                        forest_value):

@@ -17,7 +17,9 @@ from test_tree import (
 )
 
 import xmltree
+from xmltree._auto_settings import MAX_ROW_FEATURES, resolve_max_row_features
 from xmltree._persistence import save_model
+from xmltree._validation import check_features, keep_strongest
 from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
 from xmltree.ldsm import LdSM, merge
 from xmltree.rerank import Reranker
@@ -71,7 +73,8 @@ def clustered_problem(rng, n_samples, n_features=30, n_labels=10):
     ("random_state", -3), ("random_state", 1.5),
     ("n_jobs", 0), ("n_jobs", "all"), ("arity", True), ("max_weights_per_regressor", 0),
     ("max_weights_per_regressor", 10.0), ("max_weights_per_example", 0.0),
-    ("max_weights_per_example", "many"),
+    ("max_weights_per_example", "many"), ("max_row_features", 0),
+    ("max_row_features", 2.5), ("max_row_features", "all"),
 ])
 def test_invalid_parameters_are_reported_at_fit(name, value):
     model = LdSM(**{name: value})  # __init__ only stores
@@ -102,7 +105,7 @@ def test_fit_warns_when_lemma_2_does_not_hold(arity, lambda1, lambda2, warns):
 def test_get_set_params_and_repr():
     model = LdSM(n_trees=5, routing="sigmoid")
     params = model.get_params()
-    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 27
+    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 28
     assert model.set_params(arity=3, verbose=True) is model
     assert model.arity == 3
     assert repr(model) == "LdSM(n_trees=5, arity=3, routing='sigmoid', verbose=True)"
@@ -561,6 +564,45 @@ def test_training_examples_follow_their_training_path(rng, routing):
                 reached[leaf] += 1
         leaves = tree["first_child"] < 0
         np.testing.assert_array_equal(reached[leaves], tree["n_samples"][leaves])
+
+
+@needs_build_tree
+def test_trees_grow_on_each_rows_strongest_features(rng, tmp_path):
+    # Rows of about 15 features, cut to their 4 strongest for the trees only.
+    X, labels, _ = clustered_problem(rng, 150)
+    cut = LdSM(**FAST, max_row_features=4, random_state=2).fit(X, labels)
+    X_cut = keep_strongest(check_features(X), 4)
+    grown_on_cut = LdSM(**FAST, max_row_features=None, random_state=2).fit(X_cut, labels)
+    for a, b in zip(cut.trees_, grown_on_cut.trees_):
+        for name in a:
+            np.testing.assert_array_equal(a[name], b[name])
+    # The cut rows follow the training paths; prediction takes every feature.
+    dense_cut = X_cut.toarray()
+    for tree in cut.trees_:
+        reached = np.zeros(tree["first_child"].size, dtype=np.int64)
+        for x in dense_cut:
+            for leaf in reference_leaves(tree, x, cut.arity, 0.5):
+                reached[leaf] += 1
+        leaves = tree["first_child"] < 0
+        np.testing.assert_array_equal(reached[leaves], tree["n_samples"][leaves])
+    assert not np.array_equal(cut.predict_scores(X).toarray(),
+                              cut.predict_scores(X_cut).toarray())
+    cut.save(tmp_path / "model.npz")
+    assert LdSM.load(tmp_path / "model.npz").max_row_features == 4
+
+
+@needs_build_tree
+def test_rows_are_cut_by_default_only_when_the_mean_row_is_longer(rng):
+    assert resolve_max_row_features("auto", 10, 10 * MAX_ROW_FEATURES) is None
+    assert resolve_max_row_features("auto", 10, 10 * MAX_ROW_FEATURES + 1) == MAX_ROW_FEATURES
+    assert resolve_max_row_features(5, 10, 0) == 5
+    assert resolve_max_row_features(None, 10, 10**6) is None
+    X, labels, _ = clustered_problem(rng, 80, n_features=3 * MAX_ROW_FEATURES)  # ~100 a row
+    X_cut = keep_strongest(check_features(X), MAX_ROW_FEATURES)
+    expected = LdSM(**FAST, max_row_features=None, random_state=4).fit(X_cut, labels)
+    auto = LdSM(**FAST, random_state=4).fit(X, labels)
+    np.testing.assert_array_equal(auto.trees_[0]["weight_values"],
+                                  expected.trees_[0]["weight_values"])
 
 
 @needs_build_tree

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 __all__ = ["LEAF_SIZE", "MAX_AUTO_NODES", "WIDE_DESCENT_MIN_LABELS", "WIDE_DESCENT_THRESHOLD",
            "HISTOGRAM_WEIGHT", "WIDE_DESCENT_HISTOGRAM_WEIGHT", "MAX_LEAF_LABELS",
-           "MAX_WIDE_BRANCHES", "auto_node_budget", "resolve_descent_threshold",
-           "resolve_histogram_weight", "resolve_max_leaf_labels"]
+           "MAX_WIDE_BRANCHES", "MAX_ROW_FEATURES", "auto_node_budget",
+           "resolve_descent_threshold", "resolve_histogram_weight", "resolve_max_leaf_labels",
+           "resolve_max_row_features"]
 
 #: Training examples per leaf that ``max_nodes=None`` aims at.
 LEAF_SIZE = 8
@@ -70,6 +71,22 @@ MAX_WIDE_BRANCHES = 3
 #: keeps".
 MAX_LEAF_LABELS = 32
 
+#: Features of a training row that tree growth sees: its strongest ones. A
+#: node's training costs time in proportion to its rows' features, and long
+#: documents pay most, for features that barely move a router. On held-out
+#: rows (four splits; two of the Amazon-670K shape at scale 0.1), growing
+#: the trees on each row's 48 strongest features moved P@1 / P@5 by
+#: +1.0 / +0.2 on yahoo_arts (fit 2.1 -> 1.3 s), -0.2 / +0.1 on rcv1sub1
+#: (1.3 -> 1.0 s) and -0.2 / -0.1 on Bibtex (P@3 -0.5), and took the Amazon
+#: shape from 82.4 / 28.9 to 85.1 / 34.1. 64 features gained less over these
+#: four sets (mean P@1 +0.6, P@5 +1.0, against +0.8 and +1.3), and 32 lost
+#: on the Amazon shape (P@1 79.8). Delicious, whose mean row has 18
+#: features, lost 0.5 / 0.3 from cutting its few long rows, which are worth
+#: their time there: the cut applies only when the mean row is longer than
+#: the cut. See ``benchmarks/README.md``, "Features a row grows the trees
+#: with".
+MAX_ROW_FEATURES = 48
+
 
 def auto_node_budget(n_samples: int, arity: int) -> int:
     """Nodes of an M-ary tree with a leaf per ``LEAF_SIZE`` examples, capped.
@@ -121,4 +138,18 @@ def resolve_max_leaf_labels(setting, leaf_model: str, descent_threshold: float,
         return setting
     if leaf_model == "linear" and descent_threshold >= training_threshold:
         return MAX_LEAF_LABELS
+    return None
+
+
+def resolve_max_row_features(setting, n_rows: int, n_entries: int) -> int | None:
+    """The features of a training row that tree growth uses at most (None: all).
+
+    "auto" gives ``MAX_ROW_FEATURES`` when the `n_rows` training rows hold
+    more than ``MAX_ROW_FEATURES`` non-zero `n_entries` per row on average,
+    else None.
+    """
+    if setting != "auto":
+        return setting
+    if n_entries > MAX_ROW_FEATURES * n_rows:
+        return MAX_ROW_FEATURES
     return None

@@ -213,7 +213,7 @@ def _none_spelled_out(params: dict) -> dict:
     """``params`` with 'none' turned into None for the options where None is a
     setting of its own (elsewhere a None value means "option not given")."""
     return {name: None if name in ("feature_scaling", "descent_threshold", "max_leaf_labels",
-                                   "max_wide_branches")
+                                   "max_wide_branches", "max_row_features")
             and value == "none" else value for name, value in params.items()}
 
 
@@ -259,6 +259,9 @@ _HYPER_PARAMETERS = (
     ("max_leaf_labels", "integer, auto or none",
      "LdSM: labels a leaf keeps, its most frequent (none: all; auto: 32 with linear "
      "leaves and the training descent, else none)"),
+    ("max_row_features", "integer, auto or none",
+     "LdSM: features of a training row the trees grow with, its largest (none: all; auto: "
+     "48 when rows have more than 48 on average, else none)"),
     ("max_internal_nodes", int, "LOMtree: node budget (default: classes - 1)"),
     ("swap_resistance", float, "LOMtree: swap resistance RS"),
     ("loss", ("hinge", "logistic"), "LOMtree: loss of the node regressors"),

@@ -37,6 +37,7 @@ from ._auto_settings import (
     resolve_descent_threshold,
     resolve_histogram_weight,
     resolve_max_leaf_labels,
+    resolve_max_row_features,
 )
 from ._base import (
     MAX_EPOCHS,
@@ -65,7 +66,7 @@ from ._linear_leaves import (
 from ._scaling import FEATURE_SCALINGS, FeatureScaler
 from ._streaming import predict_xc_file
 from ._tree import Forest
-from ._validation import check_features, check_labels, take_rows
+from ._validation import check_features, check_labels, keep_strongest, take_rows
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 from .rerank import STATE_PREFIX as RERANK_PREFIX
 from .rerank import Reranker, make_reranker, rerank_top_k, same_reranker, upgrade_reranker_state
@@ -197,6 +198,14 @@ class LdSM(TopKEstimator):
         leaves and the training rule's descent (see `descent_threshold`),
         else None (measured in ``benchmarks/README.md``, "Labels a leaf
         keeps").
+    max_row_features : int, None or "auto", default="auto"
+        Features of a training row that the trees are grown with, >= 1:
+        its largest (scaled) values, ties to smaller feature ids. None: all.
+        Node training costs time in proportion to the features of its rows,
+        and a router needs few of a long document's; the linear leaves and
+        prediction use every feature. "auto": 48 when the training rows
+        have more than 48 non-zero features on average, else None (measured
+        in ``benchmarks/README.md``, "Features a row grows the trees with").
     feature_scaling : {"auto", "tfidf", "l2", None}, default="auto"
         Feature scaling learned at :meth:`fit` and applied to every input
         of :meth:`predict`, :meth:`predict_file` and the re-ranker (see
@@ -292,7 +301,7 @@ class LdSM(TopKEstimator):
                  weight_threshold=0.05, leaf_scores="frequency", leaf_aggregation="mean",
                  leaf_model="linear", C=0.35, n_candidates=200, histogram_weight="auto",
                  descent_threshold="auto", max_wide_branches=MAX_WIDE_BRANCHES,
-                 max_leaf_labels="auto", feature_scaling="auto",
+                 max_leaf_labels="auto", max_row_features="auto", feature_scaling="auto",
                  max_weights_per_regressor=2048, max_weights_per_example=4.0, rerank=False,
                  random_state=None, first_tree=0, n_jobs=-1, verbose=False):
         self.n_trees = n_trees
@@ -314,6 +323,7 @@ class LdSM(TopKEstimator):
         self.descent_threshold = descent_threshold
         self.max_wide_branches = max_wide_branches
         self.max_leaf_labels = max_leaf_labels
+        self.max_row_features = max_row_features
         self.feature_scaling = feature_scaling
         self.max_weights_per_regressor = max_weights_per_regressor
         self.max_weights_per_example = max_weights_per_example
@@ -381,6 +391,14 @@ class LdSM(TopKEstimator):
             except ValueError:
                 raise ValueError("max_leaf_labels must be None, 'auto' or an integer >= 1, "
                                  f"got {max_leaf_labels!r}") from None
+        max_row_features = params["max_row_features"]
+        if not (max_row_features is None or isinstance(max_row_features, str)
+                and max_row_features == "auto"):
+            try:
+                check_int("max_row_features", max_row_features, 1, MAX_INDEX)
+            except ValueError:
+                raise ValueError("max_row_features must be None, 'auto' or an integer >= 1, "
+                                 f"got {max_row_features!r}") from None
         check_choice("feature_scaling", params["feature_scaling"], FEATURE_SCALINGS)
         make_reranker(params["rerank"])
         check_seed(params["random_state"])
@@ -443,7 +461,11 @@ class LdSM(TopKEstimator):
         first = params["first_tree"]
         seed_sequence = np.random.SeedSequence(params["random_state"])
         seeds = seed_sequence.generate_state(first + params["n_trees"], dtype=np.uint64)[first:]
-        trees = _build_trees(X, Y, params, seeds)
+        max_row_features = resolve_max_row_features(params["max_row_features"], X.shape[0],
+                                                    X.nnz)
+        X_grow = X if max_row_features is None else keep_strongest(X, max_row_features)
+        trees = _build_trees(X_grow, Y, params, seeds)
+        del X_grow  # before the forest copies the trees, the peak of fit's memory
         _check_trees_finite(trees, params["learning_rate"])
         # fit owns the trees: the forest may take their arrays as it copies them.
         self._set_trees(trees, X.shape[1], Y.shape[1], release=True, check_trees=False)
@@ -739,7 +761,7 @@ class LdSM(TopKEstimator):
         # descend as they were trained.
         hyper = {"leaf_scores": "distribution", "leaf_aggregation": "mean",
                  "leaf_model": "histogram", "feature_scaling": None, "descent_threshold": None,
-                 "max_leaf_labels": None, "max_wide_branches": None,
+                 "max_leaf_labels": None, "max_wide_branches": None, "max_row_features": None,
                  **params["hyper_parameters"]}
         unknown = set(hyper) - set(cls._param_names())
         if unknown:
