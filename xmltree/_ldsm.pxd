@@ -65,8 +65,11 @@ cdef class NodeTrainer:
     cdef vector[float64_t] pair_integrity  # (4 * M(M-1)/2,) integrity sums per pair and case
     cdef vector[float64_t] objective      # (2^M,) J of each direction subset
     cdef vector[index_t] tied             # (2^M,) subsets tied for the lowest J
-    cdef vector[float32_t] magnitudes     # |w| of a regressor's non-zero weights, for the
-                                          # budget (D reserved)
+    cdef vector[vector[index_t]] kept_feature  # (M,) features of a regressor's stored
+                                               # weights, increasing (D reserved)
+    cdef vector[vector[float32_t]] kept_value  # (M,) the stored weights (D reserved)
+    cdef vector[pair[float32_t, index_t]] ranked_weights  # (|w|, -position) of a
+                                                          # regressor's stored weights
 
     cdef int start_node(self, const index_t* rows, index_t n_rows) except -1 nogil
     cdef void sort_node_features(self) noexcept nogil

@@ -142,7 +142,7 @@ cdef class NodeTrainer:
 
     def _allocate(self, index_t max_labels_per_row):
         """Size the scratch once for the whole tree and wire the regressors."""
-        cdef index_t arity = self.settings.arity
+        cdef index_t m, arity = self.settings.arity
         if arity > MAX_GROUP_SIZE:
             raise ValueError(f"arity must be at most {MAX_GROUP_SIZE}, got {arity}")
         self.state.assign(<offset_t>(self.X.n_cols + 1) * group_block_size(arity), 0.0)
@@ -158,7 +158,13 @@ cdef class NodeTrainer:
         self.pair_integrity.assign(2 * arity * (arity - 1), 0.0)
         self.objective.assign(1 << arity, 0.0)
         self.tied.assign(1 << arity, 0)
-        self.magnitudes.reserve(self.X.n_cols)  # never reallocated in the nogil kernels
+        # Reserved for the most a node can hold: never reallocated in the nogil kernels.
+        self.kept_feature.resize(arity)
+        self.kept_value.resize(arity)
+        for m in range(arity):
+            self.kept_feature[m].reserve(self.X.n_cols)
+            self.kept_value[m].reserve(self.X.n_cols)
+        self.ranked_weights.reserve(self.X.n_cols)
 
     cdef int start_node(self, const index_t* rows, index_t n_rows) except -1 nogil:
         """Collect the node's features and labels, zero its statistics, draw the biases."""
@@ -355,52 +361,60 @@ cdef class NodeTrainer:
         return self.settings.max_weights
 
     cdef void keep_largest(self, index_t m, index_t cap) noexcept nogil:
-        """Zero all but the ``cap`` largest |weights| of regressor m over the node's
-        features (as float32; of equal magnitudes, the smaller feature ids stay).
+        """Zero all but the ``cap`` largest |weights| of regressor m, as float32; of
+        equal magnitudes, the smaller feature ids stay.
 
-        ``magnitudes`` holds the float32 magnitudes of its non-zero weights
-        (``round_weights`` collects them as it rounds).
+        ``kept_feature[m]`` and ``kept_value[m]`` hold its non-zero weights by
+        increasing feature id (``round_weights`` collects them); the dropped
+        ones leave both lists and the regressor.
         """
-        cdef index_t k, n_kept_ties
-        cdef offset_t n_nonzero = self.magnitudes.size(), n_greater = 0
-        cdef float32_t magnitude, threshold
-        cdef float64_t* weight
-        if n_nonzero <= cap:
+        cdef vector[index_t]* features = &self.kept_feature[m]
+        cdef vector[float32_t]* values = &self.kept_value[m]
+        cdef index_t k, n_kept = <index_t>features.size(), n_dropped = n_kept - cap
+        if n_dropped <= 0:
             return
-        # The cap-th largest magnitude: everything above it stays, and as many
-        # of its ties as fit, by increasing feature id (node_features is sorted).
-        nth_element(self.magnitudes.begin(), self.magnitudes.begin() + (n_nonzero - cap),
-                    self.magnitudes.end())
-        threshold = self.magnitudes[n_nonzero - cap]
-        for k in range(n_nonzero - cap + 1, n_nonzero):
-            n_greater += self.magnitudes[k] > threshold
-        n_kept_ties = cap - <index_t>n_greater
-        for k in range(<index_t>self.node_features.size()):
-            weight = weight_of(&self.regressors, m, self.node_features[k])
-            magnitude = <float32_t>fabs(weight[0])
-            if weight[0] == 0.0 or magnitude > threshold:
-                continue
-            if magnitude == threshold and n_kept_ties > 0:
-                n_kept_ties -= 1
+        # Ranked by magnitude, then by decreasing position: the first n_dropped
+        # are the smallest, of equal magnitudes the larger feature ids.
+        self.ranked_weights.clear()
+        for k in range(n_kept):
+            self.ranked_weights.push_back(pair[float32_t, index_t](fabs(values[0][k]), -k))
+        nth_element(self.ranked_weights.begin(), self.ranked_weights.begin() + n_dropped,
+                    self.ranked_weights.end())
+        for k in range(n_dropped):
+            values[0][-self.ranked_weights[k].second] = 0.0
+        n_kept = 0
+        for k in range(<index_t>features.size()):
+            if values[0][k] == 0.0:
+                weight_of(&self.regressors, m, features[0][k])[0] = 0.0
             else:
-                weight[0] = 0.0
+                features[0][n_kept] = features[0][k]
+                values[0][n_kept] = values[0][k]
+                n_kept += 1
+        features.resize(n_kept)
+        values.resize(n_kept)
 
     cdef void round_weights(self) noexcept nogil:
-        """Replace the trained weights by the stored ones (float32; small, excess ones dropped)."""
-        cdef index_t m, k, cap = self.weight_cap()
-        cdef bint capped = <index_t>self.node_features.size() > cap
+        """Replace the trained weights by the stored ones (float32; small, excess ones
+        dropped) and list them by regressor in ``kept_feature`` / ``kept_value``."""
+        cdef index_t m, k, j, cap = self.weight_cap()
         cdef float32_t stored
         cdef float64_t* weight
         for m in range(self.settings.arity):
-            self.magnitudes.clear()
-            for k in range(<index_t>self.node_features.size()):
-                weight = weight_of(&self.regressors, m, self.node_features[k])
+            self.kept_feature[m].clear()
+            self.kept_value[m].clear()
+        for k in range(<index_t>self.node_features.size()):
+            j = self.node_features[k]
+            for m in range(self.settings.arity):
+                weight = weight_of(&self.regressors, m, j)
                 stored = <float32_t>weight[0]
-                weight[0] = stored if fabs(stored) >= self.settings.weight_threshold else 0.0
-                if capped and weight[0] != 0.0:
-                    self.magnitudes.push_back(<float32_t>fabs(weight[0]))
-            if capped:
-                self.keep_largest(m, cap)
+                if fabs(stored) >= self.settings.weight_threshold and stored != 0.0:
+                    weight[0] = stored
+                    self.kept_feature[m].push_back(j)
+                    self.kept_value[m].push_back(stored)
+                else:
+                    weight[0] = 0.0
+        for m in range(self.settings.arity):
+            self.keep_largest(m, cap)
             weight = weight_of(&self.regressors, m, self.X.n_cols)
             weight[0] = <float32_t>weight[0]
 
@@ -548,18 +562,17 @@ cdef class TreeBuilder:
 
     cdef int store_split(self, index_t node) except -1 nogil:
         """Record the trained node's regressors and trace, and create its children."""
-        cdef index_t m, k, j, row, first
-        cdef float64_t weight
+        cdef index_t m, k, row, first
         cdef bint has_empty_child = False
         for m in range(self.arity):
             row = node * self.arity + m
             self.weight_begin[row] = self.weight_feature.size()
-            for k in range(<index_t>self.trainer.node_features.size()):
-                j = self.trainer.node_features[k]
-                weight = weight_of(&self.trainer.regressors, m, j)[0]
-                if weight != 0.0:
-                    self.weight_feature.push_back(j)
-                    self.weight_value.push_back(<float32_t>weight)
+            self.weight_feature.insert(self.weight_feature.end(),
+                                       self.trainer.kept_feature[m].begin(),
+                                       self.trainer.kept_feature[m].end())
+            self.weight_value.insert(self.weight_value.end(),
+                                     self.trainer.kept_value[m].begin(),
+                                     self.trainer.kept_value[m].end())
             self.weight_end[row] = self.weight_feature.size()
             self.bias[row] = <float32_t>weight_of(&self.trainer.regressors, m,
                                                   self.trainer.X.n_cols)[0]
