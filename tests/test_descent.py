@@ -97,9 +97,11 @@ def test_files_from_before_an_option_load_as_they_were(rng, tmp_path, name, fore
     with np.load(path) as archive:
         params = json.loads(archive["__meta__"].tobytes())["params"]
     del params["hyper_parameters"][name]
+    del params["max_row_features"]  # the resolved setting, saved since the option exists
     rewrite_meta(path, params=params)
     loaded = LdSM.load(path)
     assert getattr(loaded, name) is None
+    assert loaded.max_row_features_ is None and loaded._forest.max_row_features == 0
     if forest_attribute is not None:
         assert getattr(loaded._forest, forest_attribute) == forest_value
 

@@ -17,7 +17,11 @@ from test_tree import (
 )
 
 import xmltree
-from xmltree._auto_settings import MAX_ROW_FEATURES, resolve_max_row_features
+from xmltree._auto_settings import (
+    MAX_ROW_FEATURES,
+    WIDE_DESCENT_MIN_LABELS,
+    resolve_max_row_features,
+)
 from xmltree._persistence import save_model
 from xmltree._validation import check_features, keep_strongest
 from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
@@ -246,6 +250,10 @@ def _unknown_hyper_parameter(params, arrays):
     params["hyper_parameters"]["depth"] = 4
 
 
+def _bad_row_features(params, arrays):
+    params["max_row_features"] = 0
+
+
 def _bad_n_features(params, arrays):
     params["n_features"] = -2
 
@@ -266,7 +274,7 @@ def _frequency_above_one(params, arrays):
 @pytest.mark.parametrize("tamper", [
     _bad_weight_index, _bad_label, _negative_child, _float64_weights, _missing_array,
     _extra_array, _bad_hyper_parameter, _unknown_hyper_parameter, _bad_n_features,
-    _fewer_features, _missing_params, _frequency_above_one,
+    _fewer_features, _missing_params, _frequency_above_one, _bad_row_features,
 ])
 def test_tampered_model_contents_are_refused(rng, tmp_path, tamper):
     params, arrays = _state(rng)
@@ -567,7 +575,7 @@ def test_training_examples_follow_their_training_path(rng, routing):
 
 
 @needs_build_tree
-def test_trees_grow_on_each_rows_strongest_features(rng, tmp_path):
+def test_trees_grow_and_route_on_each_rows_strongest_features(rng, tmp_path):
     # Rows of about 15 features, cut to their 4 strongest for the trees only.
     X, labels, _ = clustered_problem(rng, 150)
     cut = LdSM(**FAST, max_row_features=4, random_state=2).fit(X, labels)
@@ -576,7 +584,9 @@ def test_trees_grow_on_each_rows_strongest_features(rng, tmp_path):
     for a, b in zip(cut.trees_, grown_on_cut.trees_):
         for name in a:
             np.testing.assert_array_equal(a[name], b[name])
-    # The cut rows follow the training paths; prediction takes every feature.
+    # Examples route by their strongest features, so the training rows
+    # follow their training paths (the reference descends the cut rows).
+    assert cut.max_row_features_ == 4
     dense_cut = X_cut.toarray()
     for tree in cut.trees_:
         reached = np.zeros(tree["first_child"].size, dtype=np.int64)
@@ -585,24 +595,48 @@ def test_trees_grow_on_each_rows_strongest_features(rng, tmp_path):
                 reached[leaf] += 1
         leaves = tree["first_child"] < 0
         np.testing.assert_array_equal(reached[leaves], tree["n_samples"][leaves])
-    assert not np.array_equal(cut.predict_scores(X).toarray(),
-                              cut.predict_scores(X_cut).toarray())
+    np.testing.assert_array_equal(cut.predict_scores(X).toarray(),
+                                  cut.predict_scores(X_cut).toarray())
+    np.testing.assert_array_equal(cut.leaves_reached(X), grown_on_cut.leaves_reached(X_cut))
     cut.save(tmp_path / "model.npz")
-    assert LdSM.load(tmp_path / "model.npz").max_row_features == 4
+    loaded = LdSM.load(tmp_path / "model.npz")
+    assert (loaded.max_row_features, loaded.max_row_features_) == (4, 4)
+    np.testing.assert_array_equal(loaded.predict_scores(X).toarray(),
+                                  cut.predict_scores(X).toarray())
 
 
 @needs_build_tree
-def test_rows_are_cut_by_default_only_when_the_mean_row_is_longer(rng):
-    assert resolve_max_row_features("auto", 10, 10 * MAX_ROW_FEATURES) is None
-    assert resolve_max_row_features("auto", 10, 10 * MAX_ROW_FEATURES + 1) == MAX_ROW_FEATURES
-    assert resolve_max_row_features(5, 10, 0) == 5
-    assert resolve_max_row_features(None, 10, 10**6) is None
+def test_label_classifiers_see_every_feature_of_a_cut_row(rng):
+    X, labels, _ = clustered_problem(rng, 150)
+    model = LdSM(n_trees=2, max_nodes=15, max_row_features=4, feature_scaling=None,
+                 random_state=2).fit(X, labels)
+    X_cut = keep_strongest(check_features(X), 4)
+    assert np.array_equal(model.leaves_reached(X), model.leaves_reached(X_cut))
+    assert not np.array_equal(model.predict_scores(X).toarray(),
+                              model.predict_scores(X_cut).toarray())
+
+
+@needs_build_tree
+def test_rows_are_cut_by_default_when_long_and_descending_by_the_training_rule(rng):
+    long_rows = 10 * MAX_ROW_FEATURES + 1
+    assert resolve_max_row_features("auto", 10, long_rows, 0.5, 0.5) == MAX_ROW_FEATURES
+    assert resolve_max_row_features("auto", 10, long_rows - 1, 0.5, 0.5) is None
+    assert resolve_max_row_features("auto", 10, long_rows, 0.05, 0.5) is None  # wide descent
+    assert resolve_max_row_features(5, 10, 0, 0.05, 0.5) == 5
+    assert resolve_max_row_features(None, 10, long_rows, 0.5, 0.5) is None
     X, labels, _ = clustered_problem(rng, 80, n_features=3 * MAX_ROW_FEATURES)  # ~100 a row
     X_cut = keep_strongest(check_features(X), MAX_ROW_FEATURES)
     expected = LdSM(**FAST, max_row_features=None, random_state=4).fit(X_cut, labels)
     auto = LdSM(**FAST, random_state=4).fit(X, labels)
     np.testing.assert_array_equal(auto.trees_[0]["weight_values"],
                                   expected.trees_[0]["weight_values"])
+    # Over many labels the descent is the wide one, which the cut does not suit.
+    Y_wide = sp.csr_matrix((np.ones(X.shape[0]), (np.arange(X.shape[0]),
+                                                   np.arange(X.shape[0]) * 30)),
+                           shape=(X.shape[0], WIDE_DESCENT_MIN_LABELS + 500))
+    assert LdSM(**FAST, random_state=4).fit(X, Y_wide).max_row_features_ is None
+    assert LdSM(**FAST, descent_threshold=None, random_state=4).fit(
+        X, Y_wide).max_row_features_ == MAX_ROW_FEATURES
 
 
 @needs_build_tree

@@ -71,20 +71,20 @@ MAX_WIDE_BRANCHES = 3
 #: keeps".
 MAX_LEAF_LABELS = 32
 
-#: Features of a training row that tree growth sees: its strongest ones. A
-#: node's training costs time in proportion to its rows' features, and long
-#: documents pay most, for features that barely move a router. On held-out
-#: rows (four splits; two of the Amazon-670K shape at scale 0.1), growing
-#: the trees on each row's 48 strongest features moved P@1 / P@5 by
-#: +1.0 / +0.2 on yahoo_arts (fit 2.1 -> 1.3 s), -0.2 / +0.1 on rcv1sub1
-#: (1.3 -> 1.0 s) and -0.2 / -0.1 on Bibtex (P@3 -0.5), and took the Amazon
-#: shape from 82.4 / 28.9 to 85.1 / 34.1. 64 features gained less over these
-#: four sets (mean P@1 +0.6, P@5 +1.0, against +0.8 and +1.3), and 32 lost
-#: on the Amazon shape (P@1 79.8). Delicious, whose mean row has 18
-#: features, lost 0.5 / 0.3 from cutting its few long rows, which are worth
-#: their time there: the cut applies only when the mean row is longer than
-#: the cut. See ``benchmarks/README.md``, "Features a row grows the trees
-#: with".
+#: Features of a row that grow the trees and route it down them: its
+#: strongest ones. A node's training costs time in proportion to its rows'
+#: features, and long documents pay most, for features that barely move a
+#: router. On held-out rows (four splits), growing and routing by each row's
+#: 48 strongest features moved P@1 / P@5 by +1.1 / +0.1 on yahoo_arts (fit
+#: 1.4 -> 0.8 s), -0.5 / +0.1 on rcv1sub1 (0.9 -> 0.7 s) and 0.0 / -0.3 on
+#: Bibtex; routing by all features instead gave the same within 0.3. With
+#: the wide descent it goes wrong as the trees grow: on the Amazon-670K
+#: shape P@5 rose from 28.9 to 32.5 at scale 0.1 (held-out), but test P@1
+#: fell from 76.1 to 67.6 at scale 0.3, so the cut is for the training
+#: rule's descent only. Delicious, whose mean row has 18 features, lost
+#: 0.2 / 0.1 from cutting its few long rows, and saves little: the cut also
+#: needs the mean row to be longer than it. See ``benchmarks/README.md``,
+#: "Features a row grows the trees with".
 MAX_ROW_FEATURES = 48
 
 
@@ -141,15 +141,17 @@ def resolve_max_leaf_labels(setting, leaf_model: str, descent_threshold: float,
     return None
 
 
-def resolve_max_row_features(setting, n_rows: int, n_entries: int) -> int | None:
-    """The features of a training row that tree growth uses at most (None: all).
+def resolve_max_row_features(setting, n_rows: int, n_entries: int, descent_threshold: float,
+                             training_threshold: float) -> int | None:
+    """The features of a row that grow the trees and route it (None: all).
 
     "auto" gives ``MAX_ROW_FEATURES`` when the `n_rows` training rows hold
-    more than ``MAX_ROW_FEATURES`` non-zero `n_entries` per row on average,
-    else None.
+    more than ``MAX_ROW_FEATURES`` non-zero `n_entries` per row on average
+    and the fitted trees descend by the training rule (`descent_threshold`
+    >= `training_threshold`), else None.
     """
     if setting != "auto":
         return setting
-    if n_entries > MAX_ROW_FEATURES * n_rows:
+    if n_entries > MAX_ROW_FEATURES * n_rows and descent_threshold >= training_threshold:
         return MAX_ROW_FEATURES
     return None

@@ -52,7 +52,7 @@ from ._top_k cimport offer_top_k, sort_top_k
 from ._types cimport float32_t, float64_t, index_t, offset_t
 
 from ._flat_tree import MAX_ARITY, check_tree, concatenate_trees, routing_threshold
-from ._validation import check_features
+from ._validation import check_features, keep_strongest
 from .exceptions import ModelFormatError
 
 __all__ = ["Forest"]
@@ -124,6 +124,11 @@ cdef class Forest:
         With a `descent_threshold` below the training rule's: how many
         children a path may take that only `descent_threshold` admits (0 to
         255; the training rule's children are always taken). None: no limit.
+    max_row_features : int or None, default=None
+        Features of an example that route it down the trees: its largest
+        |values|, as the trees were grown with (see
+        ``xmltree._validation.keep_strongest``); the label classifiers see
+        them all. None: all.
     release : bool, default=False
         Remove each tree's weight and leaf arrays from its dict as soon as
         they are copied, so that a caller owning the dicts holds the model
@@ -137,7 +142,8 @@ cdef class Forest:
 
     def __init__(self, trees, *, arity, n_features, n_labels, routing,
                  leaf_scores="distribution", leaf_aggregation="mean", descent_threshold=None,
-                 max_wide_branches=None, release=False, check_trees=True):
+                 max_wide_branches=None, max_row_features=None, release=False,
+                 check_trees=True):
         if check_trees:
             if len(trees) < 1:
                 raise ModelFormatError("a forest needs at least one tree")
@@ -152,6 +158,7 @@ cdef class Forest:
         self.threshold = (self.training_threshold if descent_threshold is None
                           else descent_threshold)
         self.max_wide_branches = -1 if max_wide_branches is None else max_wide_branches
+        self.max_row_features = 0 if max_row_features is None else max_row_features
         self.sum_leaves = leaf_aggregation == "sum"
         self.label_indptr = None
         arrays = concatenate_trees(list(trees), arity, n_features, release)
@@ -291,7 +298,7 @@ cdef class Forest:
         out.scores = <float32_t*>cnp.PyArray_DATA(scores)
         out.k = k
         out.heap_size = min(k, self.n_labels)
-        predict_blocks(&self.arrays, X, n_threads, rank_block, &out)
+        predict_blocks(&self.arrays, X, self.routing_rows(X), n_threads, rank_block, &out)
         return labels, scores
 
     def predict_scores(self, X, int n_threads=1, bint check_input=True):
@@ -325,7 +332,8 @@ cdef class Forest:
         out.row_nnz = <offset_t*>cnp.PyArray_DATA(row_nnz)
         out.buffers = allocate_row_buffers(n_threads)
         try:
-            predict_blocks(&self.arrays, X, n_threads, collect_block_scores, &out)
+            predict_blocks(&self.arrays, X, self.routing_rows(X), n_threads,
+                           collect_block_scores, &out)
             check_row_buffers(out.buffers, n_threads)
             return gather_rows(out.buffers, row_thread, row_start, row_nnz, self.n_labels)
         finally:
@@ -351,24 +359,35 @@ cdef class Forest:
         if check_input:
             X = check_features(X, n_features=self.n_features)
         counts = np.zeros((X.shape[0], self.arrays.n_trees), dtype=np.int32)
-        predict_blocks(&self.arrays, X, n_threads, count_block_leaves,
+        predict_blocks(&self.arrays, X, self.routing_rows(X), n_threads, count_block_leaves,
                        <index_t*>cnp.PyArray_DATA(counts))
         return counts
+
+    def routing_rows(self, X):
+        """The rows of the checked matrix `X` as they route: their strongest
+        ``max_row_features`` features, or all."""
+        if self.max_row_features == 0:
+            return X
+        return keep_strongest(X, self.max_row_features)
 
 
 # --------------------------------------------------------------------------
 # The block-parallel scaffold and what it does with each block
 # --------------------------------------------------------------------------
 
-cdef int predict_blocks(const ForestArrays* f, X, int n_threads, BlockAction action,
+cdef int predict_blocks(const ForestArrays* f, X, X_route, int n_threads, BlockAction action,
                         void* output) except -1:
     """Descend the rows of the checked matrix `X` through every tree, block by
     block on `n_threads` threads, and hand each descended block to `action`
     with the thread's scratch (the one prediction loop of the forest).
 
+    The rows descend as `X_route` has them (the same rows, or fewer of
+    their features); `action` sees them as `X` has them.
+
     Raises MemoryError if a thread's scratch could not grow.
     """
     cdef CSRView rows = csr_view(X)
+    cdef CSRView route_rows = csr_view(X_route)
     cdef index_t n_samples = rows.n_rows
     cdef index_t rows_per_block = block_rows(n_samples, n_threads)
     cdef Scratch* scratches = allocate_scratch(f, n_threads, rows_per_block)
@@ -384,7 +403,7 @@ cdef int predict_blocks(const ForestArrays* f, X, int n_threads, BlockAction act
                 scratch.rows = &rows
                 first = block * rows_per_block
                 n_rows = min(rows_per_block, n_samples - first)
-                descend_block(f, scratch, &rows, first, n_rows)
+                descend_block(f, scratch, &route_rows, first, n_rows)
                 if not scratch.failed:
                     action(f, scratch, first, n_rows, thread, output)
         check_not_failed(scratches, n_threads)

@@ -260,8 +260,8 @@ _HYPER_PARAMETERS = (
      "LdSM: labels a leaf keeps, its most frequent (none: all; auto: 32 with linear "
      "leaves and the training descent, else none)"),
     ("max_row_features", "integer, auto or none",
-     "LdSM: features of a training row the trees grow with, its largest (none: all; auto: "
-     "48 when rows have more than 48 on average, else none)"),
+     "LdSM: features of a row that grow the trees and route it, its largest (none: all; "
+     "auto: 48 when rows have more on average and the descent is the training rule's)"),
     ("max_internal_nodes", int, "LOMtree: node budget (default: classes - 1)"),
     ("swap_resistance", float, "LOMtree: swap resistance RS"),
     ("loss", ("hinge", "logistic"), "LOMtree: loss of the node regressors"),

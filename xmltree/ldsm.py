@@ -199,13 +199,15 @@ class LdSM(TopKEstimator):
         else None (measured in ``benchmarks/README.md``, "Labels a leaf
         keeps").
     max_row_features : int, None or "auto", default="auto"
-        Features of a training row that the trees are grown with, >= 1:
-        its largest (scaled) values, ties to smaller feature ids. None: all.
-        Node training costs time in proportion to the features of its rows,
-        and a router needs few of a long document's; the linear leaves and
-        prediction use every feature. "auto": 48 when the training rows
-        have more than 48 non-zero features on average, else None (measured
-        in ``benchmarks/README.md``, "Features a row grows the trees with").
+        Features of a row that grow the trees (training rows) and route it
+        down them (every row), >= 1: its largest (scaled) values, ties to
+        smaller feature ids. None: all. Node training costs time in
+        proportion to the features of its rows, and a router needs few of a
+        long document's; the label classifiers of linear leaves see every
+        feature. "auto": 48 when the training rows have more than 48
+        non-zero features on average and the trees descend by the training
+        rule (see `descent_threshold`), else None (measured in
+        ``benchmarks/README.md``, "Features a row grows the trees with").
     feature_scaling : {"auto", "tfidf", "l2", None}, default="auto"
         Feature scaling learned at :meth:`fit` and applied to every input
         of :meth:`predict`, :meth:`predict_file` and the re-ranker (see
@@ -274,6 +276,9 @@ class LdSM(TopKEstimator):
         ``xmltree._flat_tree.TREE_ARRAYS``).
     n_nodes_, n_leaves_, depth_ : numpy.ndarray of int, shape (n_trees,)
         Size, leaf count and maximum depth of each tree.
+    max_row_features_ : int or None
+        The features of an example that route it down the trees, its
+        strongest (`max_row_features` resolved; None: all).
     scaler_ : xmltree._scaling.FeatureScaler
         The fitted feature scaling (``scaler_.kind_`` tells which).
     label_weights_ : scipy.sparse.csr_matrix of float32, shape (n_labels, n_features) or None
@@ -452,9 +457,9 @@ class LdSM(TopKEstimator):
         training_threshold = ROUTING_THRESHOLDS[params["routing"]]
         descent_threshold = resolve_descent_threshold(params["descent_threshold"],
                                                       params["routing"], Y.shape[1])
+        fitted_threshold = training_threshold if descent_threshold is None else descent_threshold
         params["max_leaf_labels"] = resolve_max_leaf_labels(
-            params["max_leaf_labels"], params["leaf_model"],
-            training_threshold if descent_threshold is None else descent_threshold,
+            params["max_leaf_labels"], params["leaf_model"], fitted_threshold,
             training_threshold)
         # generate_state(n)[:m] == generate_state(m): tree t always gets word t,
         # which is what makes first_tree shards merge into the single fit.
@@ -462,13 +467,14 @@ class LdSM(TopKEstimator):
         seed_sequence = np.random.SeedSequence(params["random_state"])
         seeds = seed_sequence.generate_state(first + params["n_trees"], dtype=np.uint64)[first:]
         max_row_features = resolve_max_row_features(params["max_row_features"], X.shape[0],
-                                                    X.nnz)
+                                                    X.nnz, fitted_threshold, training_threshold)
         X_grow = X if max_row_features is None else keep_strongest(X, max_row_features)
         trees = _build_trees(X_grow, Y, params, seeds)
         del X_grow  # before the forest copies the trees, the peak of fit's memory
         _check_trees_finite(trees, params["learning_rate"])
         # fit owns the trees: the forest may take their arrays as it copies them.
-        self._set_trees(trees, X.shape[1], Y.shape[1], release=True, check_trees=False)
+        self._set_trees(trees, X.shape[1], Y.shape[1], max_row_features, release=True,
+                        check_trees=False)
         self.scaler_ = scaler
         clock.lap("trees")
         if params["leaf_model"] == "linear":
@@ -486,8 +492,12 @@ class LdSM(TopKEstimator):
         return self
 
     def _set_trees(self, trees: list[dict], n_features: int, n_labels: int,
-                   release: bool = False, check_trees: bool = True) -> None:
+                   max_row_features: int | None = None, release: bool = False,
+                   check_trees: bool = True) -> None:
         """Install trees as the fitted state, checking them first (ModelFormatError).
+
+        `max_row_features`: the features of an example that route it, as the
+        trees were grown (None: all).
 
         With ``release``, the trees' weight and leaf arrays are moved into the
         forest (removed from the dicts), which the caller must own.
@@ -500,8 +510,10 @@ class LdSM(TopKEstimator):
                         descent_threshold=resolve_descent_threshold(
                             self.descent_threshold, self.routing, n_labels),
                         max_wide_branches=self.max_wide_branches,
-                        release=release, check_trees=check_trees)
+                        max_row_features=max_row_features, release=release,
+                        check_trees=check_trees)
         self._forest = forest
+        self.max_row_features_ = max_row_features
         self.n_features_in_ = n_features
         self.n_labels_ = n_labels
         self.trees_ = _share_forest_arrays(forest, trees)
@@ -714,6 +726,7 @@ class LdSM(TopKEstimator):
             "n_features": int(self.n_features_in_),
             "n_labels": int(self.n_labels_),
             "n_trees": len(self.trees_),
+            "max_row_features": self.max_row_features_,
         }
         arrays = {
             f"tree{t}/{name}": tree[name] for t, tree in enumerate(self.trees_)
@@ -803,7 +816,13 @@ class LdSM(TopKEstimator):
             if (scorer.n_labels_, scorer.n_features_) != (sizes["n_labels"], sizes["n_features"]):
                 raise ModelFormatError("LdSM model: the re-ranker's label or feature count "
                                        "differs")
-        model._set_trees(trees, sizes["n_features"], sizes["n_labels"])
+        # Files from before the option route with all features, as they grew.
+        max_row_features = params.get("max_row_features")
+        if max_row_features is not None and not (is_int(max_row_features)
+                                                 and 1 <= max_row_features <= MAX_INDEX):
+            raise ModelFormatError("LdSM model: max_row_features must be null or a positive "
+                                   "integer")
+        model._set_trees(trees, sizes["n_features"], sizes["n_labels"], max_row_features)
         model.scaler_ = scaler
         if model.leaf_model == "linear":
             model._set_linear_leaves(*check_linear_leaves(arrays, sizes["n_features"],
@@ -876,7 +895,8 @@ def merge(models) -> LdSM:
         hyper["random_state"], hyper["first_tree"] = None, 0
     merged = LdSM(**hyper)
     trees = [tree for model in models for tree in model.trees_]
-    merged._set_trees(trees, models[0].n_features_in_, models[0].n_labels_, check_trees=False)
+    merged._set_trees(trees, models[0].n_features_in_, models[0].n_labels_,
+                      models[0].max_row_features_, check_trees=False)
     merged.scaler_ = models[0].scaler_
     if models[0].reranker_ is not None:
         params, arrays = models[0].reranker_._get_state()
@@ -909,6 +929,7 @@ def _merge_signature(model: LdSM) -> dict:
     scaling, idf = model.scaler_.get_state()
     signature["scaling"] = (scaling["kind"], tuple(idf.get("scaling/idf", ())))
     signature["n_features_in_"], signature["n_labels_"] = model.n_features_in_, model.n_labels_
+    signature["max_row_features_"] = model.max_row_features_
     return signature
 
 
