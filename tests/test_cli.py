@@ -286,6 +286,18 @@ def test_benchmark_node_budget_defaults_to_ldsms_own(tmp_path):
     assert result["depth_low_seen"] <= result["depth_low"]
 
 
+@pytest.mark.parametrize("option, expected", [("none", None), ("16", 16), ("auto", "auto")])
+def test_benchmark_passes_the_row_features_on(tmp_path, monkeypatch, option, expected):
+    from xmltree import benchmark
+
+    seen = []
+    monkeypatch.setattr(benchmark, "label_curve",
+                        lambda labels, params, **_: seen.append(params) or [])
+    assert main(["-q", "benchmark", "--labels", "30", "--max-row-features", option,
+                 "--output", str(tmp_path / "curve")]) == 0
+    assert seen[0]["max_row_features"] == expected
+
+
 def test_benchmark_presets_pass_the_node_budget_on(monkeypatch):
     from xmltree import benchmark
 

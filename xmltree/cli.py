@@ -179,6 +179,10 @@ def _add_benchmark_parser(commands) -> None:
     benchmark.add_argument("--max-weights-per-example", type=_optional(float),
                            default=argparse.SUPPRESS,
                            help="LdSM weight budget per example, or 'none' (default: LdSM's)")
+    benchmark.add_argument("--max-row-features", type=_integer_or_word,
+                           default=argparse.SUPPRESS,
+                           help="features of a row that grow and route the trees: an "
+                           "integer, 'auto' or 'none' (default: LdSM's)")
     benchmark.add_argument("--n-jobs", type=int, default=2, help="threads (default 2)")
     benchmark.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
     benchmark.add_argument("--output", type=Path, default=Path("scale-report"),
@@ -377,9 +381,10 @@ def _run_benchmark(args) -> int:
 
     params = {"n_trees": args.n_trees, "arity": args.arity, "max_nodes": args.max_nodes,
               "epochs": args.epochs, "n_jobs": args.n_jobs}
-    for name in ("max_weights_per_regressor", "max_weights_per_example"):
+    for name in ("max_weights_per_regressor", "max_weights_per_example", "max_row_features"):
         if hasattr(args, name):  # absent: the LdSM default
             params[name] = getattr(args, name)
+    params = _none_spelled_out(params)
     common = {"test_fraction": args.test_fraction, "seed": args.seed, "progress": not args.quiet}
     if args.preset is not None:
         results = benchmark.preset_runs(args.preset, args.scale, params, **common)
