@@ -23,7 +23,8 @@ from xmltree._auto_settings import (
     resolve_max_row_features,
 )
 from xmltree._persistence import save_model
-from xmltree._validation import check_features, keep_strongest
+from xmltree._strongest import keep_strongest
+from xmltree._validation import check_features
 from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
 from xmltree.ldsm import LdSM, merge
 from xmltree.rerank import Reranker

@@ -4,12 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from xmltree._validation import (
-    check_csr_structure,
-    check_features,
-    check_labels,
-    keep_strongest,
-)
+from xmltree._validation import check_csr_structure, check_features, check_labels
 from xmltree.exceptions import DataFormatError
 
 
@@ -27,33 +22,6 @@ def test_features_are_widened_but_never_truncated():
     assert check_features(X, n_features=5).shape == (2, 5)
     with pytest.raises(DataFormatError, match="fitted with 1"):
         check_features(X, n_features=1)
-
-
-def strongest_columns(row: np.ndarray, n: int) -> list[int]:
-    """The columns of the n largest |values| of a dense row, ties to smaller
-    columns, in increasing order (slow reference)."""
-    by_strength = sorted((-abs(value), column) for column, value in enumerate(row) if value)
-    return sorted(column for _, column in by_strength[:n])
-
-
-@pytest.mark.parametrize("max_per_row", [1, 3, 8])
-def test_keep_strongest_keeps_each_rows_largest_magnitudes(max_per_row):
-    rng = np.random.default_rng(3)
-    # Few magnitudes of both signs: many ties.
-    dense = rng.choice([-2.0, -1.0, 0.0, 0.0, 0.0, 1.0, 2.0], size=(40, 12))
-    dense[5] = 0.0
-    kept = keep_strongest(check_features(dense), max_per_row)
-    assert kept.dtype == np.float32 and kept.indices.dtype == np.int32
-    assert kept.indptr.dtype == np.int64
-    for i, row in enumerate(dense):
-        columns = strongest_columns(row, max_per_row)
-        assert kept[i].indices.tolist() == columns
-        assert kept[i].data.tolist() == row[columns].tolist()
-
-
-def test_keep_strongest_returns_a_matrix_without_longer_rows_itself():
-    X = check_features(np.eye(3))
-    assert keep_strongest(X, 1) is X
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])

@@ -52,7 +52,8 @@ from ._top_k cimport offer_top_k, sort_top_k
 from ._types cimport float32_t, float64_t, index_t, offset_t
 
 from ._flat_tree import MAX_ARITY, check_tree, concatenate_trees, routing_threshold
-from ._validation import check_features, keep_strongest
+from ._strongest import keep_strongest
+from ._validation import check_features
 from .exceptions import ModelFormatError
 
 __all__ = ["Forest"]
@@ -127,7 +128,7 @@ cdef class Forest:
     max_row_features : int or None, default=None
         Features of an example that route it down the trees: its largest
         |values|, as the trees were grown with (see
-        ``xmltree._validation.keep_strongest``); the label classifiers see
+        ``xmltree._strongest.keep_strongest``); the label classifiers see
         them all. None: all.
     release : bool, default=False
         Remove each tree's weight and leaf arrays from its dict as soon as

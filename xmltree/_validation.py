@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from .exceptions import DataFormatError
 
 __all__ = ["check_features", "check_labels", "check_csr_structure", "make_csr", "take_rows",
-           "keep_strongest", "widen"]
+           "widen"]
 
 
 def make_csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
@@ -292,33 +292,6 @@ def take_rows(matrix: sp.csr_matrix, rows: np.ndarray) -> sp.csr_matrix:
     taken.indices = taken.indices.astype(np.int32, copy=False)
     taken.indptr = taken.indptr.astype(np.int64, copy=False)
     return taken
-
-
-def keep_strongest(matrix: sp.csr_matrix, max_per_row: int) -> sp.csr_matrix:
-    """Each row's `max_per_row` entries of largest magnitude, in the kernels' layout.
-
-    Of equal magnitudes, the smaller column ids stay; kept entries keep their
-    order. `matrix` itself is returned when no row is longer.
-    """
-    lengths = np.diff(matrix.indptr)
-    if lengths.max(initial=0) <= max_per_row:
-        return matrix
-    rows = np.repeat(np.arange(matrix.shape[0]), lengths)
-    # Two stable sorts (a third of a three-key lexsort's time): by decreasing
-    # magnitude, then by row; ties keep the rows' increasing column order.
-    by_strength = np.argsort(-np.abs(matrix.data), kind="stable")
-    by_strength = by_strength[np.argsort(rows[by_strength], kind="stable")]
-    rank_in_row = np.empty(matrix.nnz, dtype=np.int64)
-    rank_in_row[by_strength] = np.arange(matrix.nnz) - np.repeat(matrix.indptr[:-1], lengths)
-    kept = rank_in_row < max_per_row
-    indptr = np.zeros(matrix.shape[0] + 1, dtype=np.int64)
-    np.cumsum(np.minimum(lengths, max_per_row), out=indptr[1:])
-    strongest = sp.csr_matrix((matrix.data[kept], matrix.indices[kept], indptr),
-                              shape=matrix.shape, copy=False)
-    strongest.indices = strongest.indices.astype(np.int32, copy=False)
-    strongest.indptr = strongest.indptr.astype(np.int64, copy=False)
-    strongest.has_canonical_format = True
-    return strongest
 
 
 def widen(matrix: sp.csr_matrix, n_cols: int) -> sp.csr_matrix:

@@ -65,8 +65,9 @@ from ._linear_leaves import (
 )
 from ._scaling import FEATURE_SCALINGS, FeatureScaler
 from ._streaming import predict_xc_file
+from ._strongest import keep_strongest
 from ._tree import Forest
-from ._validation import check_features, check_labels, keep_strongest, take_rows
+from ._validation import check_features, check_labels, take_rows
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 from .rerank import STATE_PREFIX as RERANK_PREFIX
 from .rerank import Reranker, make_reranker, rerank_top_k, same_reranker, upgrade_reranker_state
