@@ -389,22 +389,8 @@ class LdSM(TopKEstimator):
                                  f"got {threshold!r}") from None
         if params["max_wide_branches"] is not None:
             check_int("max_wide_branches", params["max_wide_branches"], 0, MAX_WIDE_LIMIT)
-        max_leaf_labels = params["max_leaf_labels"]
-        if not (max_leaf_labels is None or isinstance(max_leaf_labels, str)
-                and max_leaf_labels == "auto"):
-            try:
-                check_int("max_leaf_labels", max_leaf_labels, 1, MAX_INDEX)
-            except ValueError:
-                raise ValueError("max_leaf_labels must be None, 'auto' or an integer >= 1, "
-                                 f"got {max_leaf_labels!r}") from None
-        max_row_features = params["max_row_features"]
-        if not (max_row_features is None or isinstance(max_row_features, str)
-                and max_row_features == "auto"):
-            try:
-                check_int("max_row_features", max_row_features, 1, MAX_INDEX)
-            except ValueError:
-                raise ValueError("max_row_features must be None, 'auto' or an integer >= 1, "
-                                 f"got {max_row_features!r}") from None
+        for name in ("max_leaf_labels", "max_row_features"):
+            _check_count_or_auto(name, params[name])
         check_choice("feature_scaling", params["feature_scaling"], FEATURE_SCALINGS)
         make_reranker(params["rerank"])
         check_seed(params["random_state"])
@@ -968,6 +954,17 @@ def _consecutive_shards(models: list[LdSM]) -> bool:
 # ----------------------------------------------------------------------
 # Helpers
 # ----------------------------------------------------------------------
+
+def _check_count_or_auto(name: str, value) -> None:
+    """Raise ValueError unless `value` is None, "auto" or an integer >= 1."""
+    if value is None or isinstance(value, str) and value == "auto":
+        return
+    try:
+        check_int(name, value, 1, MAX_INDEX)
+    except ValueError:
+        raise ValueError(f"{name} must be None, 'auto' or an integer >= 1, "
+                         f"got {value!r}") from None
+
 
 def _check_trees_finite(trees: list[dict], learning_rate: float) -> None:
     """Refuse regressors that diverged: a fit must not make a model its loader refuses."""
