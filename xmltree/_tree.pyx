@@ -197,6 +197,7 @@ cdef class Forest:
         self.arrays.threshold = self.threshold
         self.arrays.training_threshold = self.training_threshold
         self.arrays.max_wide_branches = self.max_wide_branches
+        self.arrays.max_row_features = self.max_row_features
         self.arrays.dense_scores = self.dense_scores
         self.arrays.sum_leaves = self.sum_leaves
         self.arrays.tree_offset = &tree_offset[0]
@@ -299,7 +300,7 @@ cdef class Forest:
         out.scores = <float32_t*>cnp.PyArray_DATA(scores)
         out.k = k
         out.heap_size = min(k, self.n_labels)
-        predict_blocks(&self.arrays, X, self.routing_rows(X), n_threads, rank_block, &out)
+        predict_blocks(&self.arrays, X, n_threads, rank_block, &out)
         return labels, scores
 
     def predict_scores(self, X, int n_threads=1, bint check_input=True):
@@ -333,8 +334,7 @@ cdef class Forest:
         out.row_nnz = <offset_t*>cnp.PyArray_DATA(row_nnz)
         out.buffers = allocate_row_buffers(n_threads)
         try:
-            predict_blocks(&self.arrays, X, self.routing_rows(X), n_threads,
-                           collect_block_scores, &out)
+            predict_blocks(&self.arrays, X, n_threads, collect_block_scores, &out)
             check_row_buffers(out.buffers, n_threads)
             return gather_rows(out.buffers, row_thread, row_start, row_nnz, self.n_labels)
         finally:
@@ -360,34 +360,28 @@ cdef class Forest:
         if check_input:
             X = check_features(X, n_features=self.n_features)
         counts = np.zeros((X.shape[0], self.arrays.n_trees), dtype=np.int32)
-        predict_blocks(&self.arrays, X, self.routing_rows(X), n_threads, count_block_leaves,
+        predict_blocks(&self.arrays, X, n_threads, count_block_leaves,
                        <index_t*>cnp.PyArray_DATA(counts))
         return counts
-
-    def routing_rows(self, X):
-        """The rows of the checked matrix `X` as they route: their strongest
-        ``max_row_features`` features, or all."""
-        if self.max_row_features == 0:
-            return X
-        return keep_strongest(X, self.max_row_features)
 
 
 # --------------------------------------------------------------------------
 # The block-parallel scaffold and what it does with each block
 # --------------------------------------------------------------------------
 
-cdef int predict_blocks(const ForestArrays* f, X, X_route, int n_threads, BlockAction action,
+cdef int predict_blocks(const ForestArrays* f, X, int n_threads, BlockAction action,
                         void* output) except -1:
     """Descend the rows of the checked matrix `X` through every tree, block by
     block on `n_threads` threads, and hand each descended block to `action`
     with the thread's scratch (the one prediction loop of the forest).
 
-    The rows descend as `X_route` has them (the same rows, or fewer of
-    their features); `action` sees them as `X` has them.
+    The rows descend by their ``f.max_row_features`` strongest features
+    (all with 0), as the trees were grown; `action` sees every feature.
 
     Raises MemoryError if a thread's scratch could not grow.
     """
     cdef CSRView rows = csr_view(X)
+    X_route = X if f.max_row_features == 0 else keep_strongest(X, f.max_row_features)
     cdef CSRView route_rows = csr_view(X_route)
     cdef index_t n_samples = rows.n_rows
     cdef index_t rows_per_block = block_rows(n_samples, n_threads)
