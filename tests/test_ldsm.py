@@ -17,9 +17,13 @@ from test_tree import (
 )
 
 import xmltree
+from xmltree import _auto_settings
 from xmltree._auto_settings import (
+    FULL_FLOOR_NODES,
     MAX_ROW_FEATURES,
     WIDE_DESCENT_MIN_LABELS,
+    auto_node_budget,
+    auto_weight_floor,
     resolve_max_row_features,
 )
 from xmltree._persistence import save_model
@@ -482,6 +486,30 @@ def test_weight_budget_bounds_every_regressor(rng):
     for a, b in zip(free.trees_, default.trees_):
         for name in a:
             np.testing.assert_array_equal(a[name], b[name])
+
+
+def test_auto_weight_floor_shrinks_beyond_the_full_floor_nodes():
+    assert auto_weight_floor(2048, FULL_FLOOR_NODES) == 2048
+    assert auto_weight_floor(2048, 4 * FULL_FLOOR_NODES) == 512
+    assert auto_weight_floor(2048, 3 * FULL_FLOOR_NODES) == 682
+    assert auto_weight_floor(3, 10**9) == 1
+    assert auto_weight_floor(None, 10**9) is None
+
+
+@needs_build_tree
+def test_auto_node_budget_shrinks_the_weight_floor(rng, monkeypatch):
+    X, labels, _ = clustered_problem(rng, 200)
+    settings = dict(n_trees=2, epochs=2, random_state=3, max_weights_per_example=None,
+                    max_weights_per_regressor=40, feature_scaling=None)
+    n_nodes = auto_node_budget(X.shape[0], 2)
+    monkeypatch.setattr(_auto_settings, "FULL_FLOOR_NODES", n_nodes // 4)
+    floor = auto_weight_floor(40, n_nodes)
+    assert floor < 40
+    auto = LdSM(**settings).fit(X, labels)
+    assert max(np.diff(tree["weight_indptr"]).max() for tree in auto.trees_) <= floor
+    # A node budget of the user's own keeps the floor as given.
+    given = LdSM(**settings, max_nodes=n_nodes).fit(X, labels)
+    assert max(np.diff(tree["weight_indptr"]).max() for tree in given.trees_) > floor
 
 
 @needs_build_tree

@@ -171,7 +171,7 @@ def _add_benchmark_parser(commands) -> None:
     benchmark.add_argument("--arity", type=int, default=2, help="arity M (default 2)")
     benchmark.add_argument("--max-nodes", type=_optional(int), default=None,
                            help="node budget per tree (default: LdSM's, a leaf per 8 training "
-                           "rows, at most 32768 nodes)")
+                           "rows, at most 131072 nodes)")
     benchmark.add_argument("--epochs", type=int, default=5, help="epochs per node (default 5)")
     benchmark.add_argument("--max-weights-per-regressor", type=_optional(int),
                            default=argparse.SUPPRESS,

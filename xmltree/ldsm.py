@@ -34,6 +34,7 @@ import scipy.sparse as sp
 from ._auto_settings import (
     MAX_WIDE_BRANCHES,
     auto_node_budget,
+    auto_weight_floor,
     resolve_descent_threshold,
     resolve_histogram_weight,
     resolve_max_leaf_labels,
@@ -96,10 +97,14 @@ class LdSM(TopKEstimator):
         Largest number of nodes per tree, >= 1. None adapts the trees to the
         data: enough nodes for leaves of about ``LEAF_SIZE`` (8) training
         examples, ``(M L - 1) / (M - 1)`` nodes for ``L = n_samples / 8``
-        leaves of arity M, at most ``MAX_AUTO_NODES`` (32768). Small leaves
+        leaves of arity M, at most ``MAX_AUTO_NODES`` (131072). Small leaves
         make the histograms local (neighbour-like) and the candidate labels
         precise; on the Amazon-670K shape at scale 0.1 they raise P@1 by
         more than 20 points over 1000-node trees (``benchmarks/README.md``).
+        Beyond ``FULL_FLOOR_NODES`` (32768) nodes, i.e. about 131,000
+        training examples, the weight floor ``max_weights_per_regressor``
+        shrinks in proportion, so that a tree's memory stays that of 32768
+        nodes.
     epochs : int, default=3
         Passes over a node's examples when training its regressors, >= 1
         (the paper uses 20; with linear leaves, 3 rank as well as 5 or 20 on
@@ -227,7 +232,8 @@ class LdSM(TopKEstimator):
         examples per node x non-zeros per example), which is gigabytes per
         tree on Amazon-670K-shaped data. With it, the wide nodes near the
         root keep weights in proportion to their data, every other node at
-        most ``max_weights_per_regressor``. The defaults never bind when
+        most ``max_weights_per_regressor`` (less with ``max_nodes=None`` on
+        more than 32768 nodes, see `max_nodes`). The defaults never bind when
         ``n_features <= 2048`` (Bibtex, Delicious); on large feature spaces
         they make the model several times smaller (``benchmarks/README.md``,
         "Scale" and "Weight budget"). One of
@@ -441,6 +447,8 @@ class LdSM(TopKEstimator):
             params["weight_threshold"] = 1.0 / X.shape[1]
         if params["max_nodes"] is None:
             params["max_nodes"] = auto_node_budget(X.shape[0], params["arity"])
+            params["max_weights_per_regressor"] = auto_weight_floor(
+                params["max_weights_per_regressor"], params["max_nodes"])
         training_threshold = ROUTING_THRESHOLDS[params["routing"]]
         descent_threshold = resolve_descent_threshold(params["descent_threshold"],
                                                       params["routing"], Y.shape[1])
