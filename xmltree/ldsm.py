@@ -102,9 +102,9 @@ class LdSM(TopKEstimator):
         precise; on the Amazon-670K shape at scale 0.1 they raise P@1 by
         more than 20 points over 1000-node trees (``benchmarks/README.md``).
         Beyond ``FULL_FLOOR_NODES`` (32768) nodes, i.e. about 131,000
-        training examples, the weight floor ``max_weights_per_regressor``
-        shrinks in proportion, so that a tree's memory stays that of 32768
-        nodes.
+        training examples for M = 2, the weight floor
+        ``max_weights_per_regressor`` shrinks in proportion, so that a
+        tree's memory stays that of 32768 nodes.
     epochs : int, default=3
         Passes over a node's examples when training its regressors, >= 1
         (the paper uses 20; with linear leaves, 3 rank as well as 5 or 20 on
