@@ -20,6 +20,7 @@ import xmltree
 from xmltree import _auto_settings
 from xmltree._auto_settings import (
     FULL_FLOOR_NODES,
+    MAX_AUTO_NODES,
     MAX_ROW_FEATURES,
     WIDE_DESCENT_MIN_LABELS,
     auto_node_budget,
@@ -494,6 +495,8 @@ def test_auto_weight_floor_shrinks_beyond_the_full_floor_nodes():
     assert auto_weight_floor(2048, 3 * FULL_FLOOR_NODES) == 682
     assert auto_weight_floor(3, 10**9) == 1
     assert auto_weight_floor(None, 10**9) is None
+    # The node cap is where the floor has shrunk to a quarter.
+    assert auto_node_budget(10**9, 2) == MAX_AUTO_NODES == 4 * FULL_FLOOR_NODES
 
 
 @needs_build_tree
