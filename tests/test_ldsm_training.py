@@ -174,6 +174,20 @@ def test_weight_cap_cuts_the_stored_weights_as_the_reference(rng, optimizer):
     assert not np.array_equal(stored, free["stored_weights"])
 
 
+def test_weight_cap_keeps_the_smaller_ids_of_equal_magnitudes(rng):
+    # Every feature twice (columns j and j + 12 equal), so every weight has a
+    # twin of the same magnitude, and every odd cap falls between two twins.
+    X, Y = random_problem(rng)
+    X = make_csr(sp.hstack([X, X]).toarray())
+    rows = rng.permutation(X.shape[0])[:25]
+    settings = dict(NODE_SETTINGS, arity=2, optimizer="nag", routing="margin", seed=3)
+    free = _py_train_node(X, Y, rows, **settings)
+    for cap in range(1, np.count_nonzero(free["stored_weights"], axis=1).max()):
+        got = _py_train_node(X, Y, rows, **settings, max_weights=cap)
+        stored = np.array([store_weights(w, cap) for w in got["weights"]])
+        assert np.array_equal(got["stored_weights"], stored), cap
+
+
 def test_train_node_zero_epochs_keeps_initial_biases(rng):
     X, Y = random_problem(rng)
     got = _py_train_node(X, Y, np.arange(10), **dict(NODE_SETTINGS, epochs=0), arity=2,

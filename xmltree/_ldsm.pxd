@@ -68,8 +68,7 @@ cdef class NodeTrainer:
     cdef vector[vector[index_t]] kept_feature  # (M,) features of a regressor's stored
                                                # weights, increasing (D reserved)
     cdef vector[vector[float32_t]] kept_value  # (M,) the stored weights (D reserved)
-    cdef vector[pair[float32_t, index_t]] ranked_weights  # (|w|, -position) of a
-                                                          # regressor's stored weights
+    cdef vector[float32_t] magnitudes     # |w| of a regressor's stored weights (D reserved)
 
     cdef int start_node(self, const index_t* rows, index_t n_rows) except -1 nogil
     cdef void sort_node_features(self) noexcept nogil

@@ -164,7 +164,7 @@ cdef class NodeTrainer:
         for m in range(arity):
             self.kept_feature[m].reserve(self.X.n_cols)
             self.kept_value[m].reserve(self.X.n_cols)
-        self.ranked_weights.reserve(self.X.n_cols)
+        self.magnitudes.reserve(self.X.n_cols)
 
     cdef int start_node(self, const index_t* rows, index_t n_rows) except -1 nogil:
         """Collect the node's features and labels, zero its statistics, draw the biases."""
@@ -371,25 +371,32 @@ cdef class NodeTrainer:
         cdef vector[index_t]* features = &self.kept_feature[m]
         cdef vector[float32_t]* values = &self.kept_value[m]
         cdef index_t k, n_kept = <index_t>features.size(), n_dropped = n_kept - cap
+        cdef index_t n_tied_kept
+        cdef float32_t magnitude, largest_dropped
         if n_dropped <= 0:
             return
-        # Ranked by magnitude, then by decreasing position: the first n_dropped
-        # are the smallest, of equal magnitudes the larger feature ids.
-        self.ranked_weights.clear()
+        # Select over the magnitudes alone for the largest dropped one: every
+        # smaller magnitude goes, and of those equal to it the first positions
+        # (the smaller feature ids) stay, as many as the cap has room for.
+        self.magnitudes.resize(n_kept)
         for k in range(n_kept):
-            self.ranked_weights.push_back(pair[float32_t, index_t](fabs(values[0][k]), -k))
-        nth_element(self.ranked_weights.begin(), self.ranked_weights.begin() + n_dropped,
-                    self.ranked_weights.end())
-        for k in range(n_dropped):
-            values[0][-self.ranked_weights[k].second] = 0.0
+            self.magnitudes[k] = fabs(values[0][k])
+        nth_element(self.magnitudes.begin(), self.magnitudes.begin() + (n_dropped - 1),
+                    self.magnitudes.end())
+        largest_dropped = self.magnitudes[n_dropped - 1]
+        n_tied_kept = cap
+        for k in range(n_kept):
+            n_tied_kept -= fabs(values[0][k]) > largest_dropped
         n_kept = 0
         for k in range(<index_t>features.size()):
-            if values[0][k] == 0.0:
-                weight_of(&self.regressors, m, features[0][k])[0] = 0.0
-            else:
+            magnitude = fabs(values[0][k])
+            if magnitude > largest_dropped or (magnitude == largest_dropped and n_tied_kept > 0):
+                n_tied_kept -= magnitude == largest_dropped
                 features[0][n_kept] = features[0][k]
                 values[0][n_kept] = values[0][k]
                 n_kept += 1
+            else:
+                weight_of(&self.regressors, m, features[0][k])[0] = 0.0
         features.resize(n_kept)
         values.resize(n_kept)
 
