@@ -10,7 +10,12 @@ from test_persistence import rewrite_meta
 
 from xmltree import LdSM
 from xmltree._label_models import train_label_models
-from xmltree._linear_leaves import MARGIN_SCALE, check_linear_leaves, neighbourhoods
+from xmltree._linear_leaves import (
+    MARGIN_SCALE,
+    _draw_negatives,
+    check_linear_leaves,
+    neighbourhoods,
+)
 from xmltree._validation import check_features
 from xmltree.datasets import make_synthetic
 from xmltree.exceptions import ModelFormatError
@@ -76,6 +81,41 @@ def test_neighbourhoods_hold_the_candidates_and_every_positive():
     assert by_label == {0: {1: -1, 2: 1}, 1: {0: 1, 1: -1}, 2: {1: -1},
                         3: {0: -1, 2: 1}, 4: {0: 1}}
     assert indptr.dtype == np.int64 and examples.dtype == np.int32 and targets.dtype == np.int8
+
+
+def reference_neighbourhoods(candidates, Y, draw_indptr, draw_labels):
+    """Slow reference: {label: {example: target}} of candidates, labels and draws."""
+    by_label = {label: {} for label in range(Y.shape[1])}
+    for i in range(Y.shape[0]):
+        own = set(Y.indices[Y.indptr[i]:Y.indptr[i + 1]].tolist())
+        joined = own | {label for label in candidates[i].tolist() if label >= 0}
+        joined |= set(draw_labels[draw_indptr[i]:draw_indptr[i + 1]].tolist())
+        for label in joined:
+            by_label[label][i] = 1 if label in own else -1
+    return by_label
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_neighbourhoods_match_a_slow_reference(seed):
+    rng = np.random.default_rng(seed)
+    n_samples, n_labels = 120, 15
+    Y = sp.random(n_samples, n_labels, density=0.15, format="csr", dtype=np.float32,
+                  random_state=seed)
+    candidates = rng.integers(-1, n_labels, (n_samples, 4)).astype(np.int32)
+    indptr, examples, targets = neighbourhoods(candidates, Y, random_negatives=2, seed=seed)
+    expected = reference_neighbourhoods(candidates, Y, *_draw_negatives(Y, 2, seed))
+    for label in range(n_labels):
+        span = slice(indptr[label], indptr[label + 1])
+        assert np.all(np.diff(examples[span]) > 0)
+        assert dict(zip(examples[span].tolist(), targets[span].tolist())) == expected[label]
+
+
+def test_neighbourhoods_reject_candidates_out_of_range():
+    Y = sp.csr_matrix(np.eye(3, dtype=np.float32))
+    with pytest.raises(ValueError, match="label ids below n_labels"):
+        neighbourhoods(np.array([[0], [3], [1]], dtype=np.int32), Y)
+    with pytest.raises(ValueError, match="per example"):
+        neighbourhoods(np.zeros((2, 1), dtype=np.int32), Y)
 
 
 def test_random_negatives_join_each_neighbourhood_in_proportion_to_its_positives():

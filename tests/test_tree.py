@@ -495,6 +495,10 @@ def test_release_moves_the_large_arrays_into_the_forest(rng):
     Forest(owned, arity=2, n_features=20, n_labels=30, routing="margin", release=True)
     moved = {"weight_indices", "weight_values", "leaf_labels", "leaf_values"}
     assert all(set(tree) == set(TREE_ARRAYS) - moved for tree in owned)
+    for name in moved:
+        joined = np.concatenate([tree[name] for tree in trees])
+        np.testing.assert_array_equal(getattr(released, name), joined)
+        assert getattr(released, name).dtype == joined.dtype
     X = random_features(rng, 50, 20)
     for a, b in zip(kept.predict_top_k(X, 5), released.predict_top_k(X, 5)):
         np.testing.assert_array_equal(a, b)

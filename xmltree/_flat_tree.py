@@ -235,7 +235,7 @@ def concatenate_trees(trees: list[dict], arity: int, n_features: int,
     see ``_forest_arrays.pxd`` for every array. The result is read-only: the kernels
     trust it. With ``release``, each tree's weight and leaf arrays are taken
     out of its dict as soon as they are copied, so that a caller owning the
-    dicts holds the model about 1.5 times rather than twice.
+    dicts holds them once (and one tree's array twice) rather than twice.
 
     Raises
     ------
@@ -285,8 +285,20 @@ def _count_ids(ids: np.ndarray, n_ids: int, chunk: int = 1 << 20) -> np.ndarray:
 
 
 def _join(trees: list[dict], name: str, release: bool) -> np.ndarray:
-    """Concatenate one array of every tree; with ``release``, take it out of the dicts."""
-    return np.concatenate([tree.pop(name) if release else tree[name] for tree in trees])
+    """Concatenate one array of every tree; with ``release``, take it out of the dicts.
+
+    The trees are copied one by one into the joined array, and a released
+    tree's array is dropped before the next is copied: at the end of ``fit``
+    the model's largest arrays are then held once, plus one tree's, instead
+    of twice while a single ``np.concatenate`` runs.
+    """
+    sizes = [tree[name].shape[0] for tree in trees]
+    joined = np.empty(sum(sizes), dtype=np.result_type(*[tree[name] for tree in trees]))
+    start = 0
+    for tree, size in zip(trees, sizes):
+        joined[start:start + size] = tree.pop(name) if release else tree[name]
+        start += size
+    return joined
 
 
 def _concatenate_indptr(indptrs: list[np.ndarray]) -> np.ndarray:

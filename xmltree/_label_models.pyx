@@ -149,7 +149,8 @@ def train_label_models(X, label_indptr, label_examples, label_targets, *, double
                 _train_label(&rows, &indptr[0], examples_ptr, targets_ptr, norms_ptr,
                              &settings, &scratches[thread], label, thread, &out)
         check_row_buffers(out.buffers, n_threads)
-        weights = gather_rows(out.buffers, label_buffer, label_start, label_nnz, rows.n_cols)
+        weights = gather_rows(out.buffers, n_threads, label_buffer, label_start, label_nnz,
+                              rows.n_cols)
         # The layout of the prediction kernels (scipy may narrow the pointers).
         weights.indptr = weights.indptr.astype(np.int64, copy=False)
         weights.indices = weights.indices.astype(np.int32, copy=False)

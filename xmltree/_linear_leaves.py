@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._label_models import train_label_models
+from ._neighbourhoods import list_neighbourhoods
 from ._validation import check_csr_structure
 from .exceptions import DataFormatError, ModelFormatError
 
@@ -93,9 +94,12 @@ def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float,
     weights : scipy.sparse.csr_matrix of float32, shape (n_labels, n_features)
     bias : numpy.ndarray of float32, shape (n_labels,)
     """
-    candidates, _ = forest.predict_top_k(X, n_candidates, n_threads, check_input=False)
-    indptr, examples, targets = neighbourhoods(candidates, Y, random_negatives=RANDOM_NEGATIVES,
-                                               seed=seed)
+    # The candidates (and their scores, never used) are dropped as soon as the
+    # neighbourhoods are listed: at full scale they are 0.6 GB the classifiers
+    # do not need.
+    indptr, examples, targets = neighbourhoods(
+        forest.predict_top_k(X, n_candidates, n_threads, check_input=False)[0], Y,
+        random_negatives=RANDOM_NEGATIVES, seed=seed)
     return train_label_models(X, indptr, examples, targets, C=C, max_epochs=MAX_EPOCHS,
                               tolerance=TOLERANCE, weight_threshold=WEIGHT_THRESHOLD,
                               seed=seed, n_threads=n_threads)
@@ -129,27 +133,28 @@ def neighbourhoods(candidates: np.ndarray, Y: sp.csr_matrix, *, random_negatives
         +1 where the example carries the label, -1 elsewhere.
     """
     n_samples, n_labels = Y.shape
-    rows = np.repeat(np.arange(n_samples, dtype=np.int32), candidates.shape[1])
-    kept = candidates.ravel() >= 0
-    rows, columns = rows[kept], candidates.ravel()[kept]
-    if random_negatives > 0:
-        per_label = np.ceil(random_negatives * np.bincount(Y.indices, minlength=n_labels))
-        drawn_labels = np.repeat(np.arange(n_labels, dtype=np.int32), per_label.astype(np.int64))
-        drawn_rows = np.random.default_rng(seed).integers(0, n_samples, drawn_labels.size,
-                                                          dtype=np.int32)
-        rows, columns = np.concatenate([rows, drawn_rows]), np.concatenate([columns, drawn_labels])
-    # Candidates and drawn rows count 1 (once), labels 2: a value >= 2 is a positive.
-    reached = sp.csr_matrix((np.ones(rows.size, dtype=np.int32), (rows, columns)),
-                            shape=Y.shape)  # int32: a row drawn many times must not wrap
-    reached.sum_duplicates()
-    reached = sp.csr_matrix((np.ones(reached.nnz, dtype=np.int8), reached.indices,
-                             reached.indptr), shape=Y.shape)
-    positives = sp.csr_matrix((np.full(Y.nnz, 2, dtype=np.int8), Y.indices, Y.indptr),
-                              shape=Y.shape)
-    by_label = (reached + positives).tocsc()
-    by_label.sort_indices()
-    targets = np.where(by_label.data >= 2, 1, -1).astype(np.int8)
-    return (by_label.indptr.astype(np.int64), by_label.indices.astype(np.int32), targets)
+    if candidates.shape[0] != n_samples or (candidates.size and candidates.max() >= n_labels):
+        raise ValueError("candidates must hold a row of label ids below n_labels per example")
+    draw_indptr, draw_labels = _draw_negatives(Y, random_negatives, seed)
+    return list_neighbourhoods(np.ascontiguousarray(candidates, dtype=np.int32),
+                               Y.indptr.astype(np.int64, copy=False),
+                               Y.indices.astype(np.int32, copy=False), draw_indptr, draw_labels,
+                               n_labels)
+
+
+def _draw_negatives(Y: sp.csr_matrix, random_negatives: float, seed: int):
+    """Rows drawn for every label, ``ceil(random_negatives x its positives)`` of them.
+
+    Returns them grouped by row, as ``(indptr, labels)``: row ``i`` was drawn
+    for ``labels[indptr[i]:indptr[i + 1]]``.
+    """
+    n_samples, n_labels = Y.shape
+    per_label = np.ceil(random_negatives * np.bincount(Y.indices, minlength=n_labels))
+    labels = np.repeat(np.arange(n_labels, dtype=np.int32), per_label.astype(np.int64))
+    rows = np.random.default_rng(seed).integers(0, n_samples, labels.size, dtype=np.int32)
+    indptr = np.zeros(n_samples + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_samples), out=indptr[1:])
+    return indptr, labels[np.argsort(rows, kind="stable")]
 
 
 def check_linear_leaves(arrays: dict, n_features: int, n_labels: int):

@@ -3,7 +3,7 @@
 # A kernel that produces a variable number of (column, value) pairs per row
 # on several threads appends them to its thread's RowBuffer and records, per
 # row, which buffer holds the row, where it starts and how many pairs it has;
-# `gather_rows` then copies everything into one CSR matrix, rows in order.
+# `gather_rows` then moves everything into one CSR matrix, rows in order.
 # Buffers grow with realloc inside `noexcept nogil` code: a failed growth sets
 # `failed` (the caller raises MemoryError), following the policy of _types.pxd.
 
@@ -26,5 +26,5 @@ cdef void free_row_buffers(RowBuffer* buffers, int n_buffers) noexcept nogil
 
 cdef int check_row_buffers(const RowBuffer* buffers, int n_buffers) except -1
 
-cdef object gather_rows(const RowBuffer* buffers, row_buffer, row_start, row_nnz,
+cdef object gather_rows(RowBuffer* buffers, int n_buffers, row_buffer, row_start, row_nnz,
                         index_t n_cols)

@@ -61,12 +61,16 @@ cdef int check_row_buffers(const RowBuffer* buffers, int n_buffers) except -1:
 
 
 @cython.wraparound(True)
-cdef object gather_rows(const RowBuffer* buffers, row_buffer, row_start, row_nnz,
+cdef object gather_rows(RowBuffer* buffers, int n_buffers, row_buffer, row_start, row_nnz,
                         index_t n_cols):
-    """Copy the rows spread over `buffers` into one float32 CSR matrix.
+    """Move the rows spread over `buffers` into one float32 CSR matrix.
 
     Row ``i`` is ``row_nnz[i]`` pairs starting at ``row_start[i]`` in buffer
     ``row_buffer[i]``; the buffers must be checked with `check_row_buffers`.
+    The rows are copied buffer after buffer, and each buffer's arrays are
+    freed once its rows are copied, so that the matrix and all the buffers
+    are never held at once (the label classifiers' weights at full scale:
+    a gigabyte). `free_row_buffers` still releases the buffers themselves.
     """
     cdef index_t n_rows = row_nnz.shape[0]
     indptr = np.zeros(n_rows + 1, dtype=np.int64)
@@ -79,14 +83,24 @@ cdef object gather_rows(const RowBuffer* buffers, row_buffer, row_start, row_nnz
     cdef const index_t[::1] buffer_view = row_buffer
     cdef const offset_t[::1] start_view = row_start
     cdef index_t i
+    cdef int b
     cdef offset_t p, source
-    cdef const RowBuffer* buffer
+    cdef RowBuffer* buffer
     with nogil:
-        for i in range(n_rows):
-            buffer = &buffers[buffer_view[i]]
-            source = start_view[i]
-            for p in range(indptr_view[i], indptr_view[i + 1]):
-                indices_view[p] = buffer.indices[source]
-                data_view[p] = buffer.values[source]
-                source += 1
+        for b in range(n_buffers):
+            buffer = &buffers[b]
+            for i in range(n_rows):
+                if buffer_view[i] != b:
+                    continue
+                source = start_view[i]
+                for p in range(indptr_view[i], indptr_view[i + 1]):
+                    indices_view[p] = buffer.indices[source]
+                    data_view[p] = buffer.values[source]
+                    source += 1
+            free(buffer.indices)
+            free(buffer.values)
+            buffer.indices = NULL
+            buffer.values = NULL
+            buffer.size = 0
+            buffer.capacity = 0
     return sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_cols))

@@ -132,8 +132,8 @@ cdef class Forest:
         them all. None: all.
     release : bool, default=False
         Remove each tree's weight and leaf arrays from its dict as soon as
-        they are copied, so that a caller owning the dicts holds the model
-        about 1.5 times rather than twice while the forest is built.
+        they are copied, so that a caller owning the dicts holds them once
+        (and one tree's array twice) rather than twice while the forest is built.
     check_trees : bool, default=True
         Check every tree with :func:`check_tree` (and the sizes) first, as
         trees read from a file must be. ``False`` is for trees the builder
@@ -336,7 +336,8 @@ cdef class Forest:
         try:
             predict_blocks(&self.arrays, X, n_threads, collect_block_scores, &out)
             check_row_buffers(out.buffers, n_threads)
-            return gather_rows(out.buffers, row_thread, row_start, row_nnz, self.n_labels)
+            return gather_rows(out.buffers, n_threads, row_thread, row_start, row_nnz,
+                               self.n_labels)
         finally:
             free_row_buffers(out.buffers, n_threads)
 
