@@ -40,14 +40,23 @@ cdef RowBuffer* allocate_row_buffers(int n_buffers) except NULL:
     return buffers
 
 
+cdef void _empty_buffer(RowBuffer* buffer) noexcept nogil:
+    """Free a buffer's arrays and leave it empty (freeing it again does nothing)."""
+    free(buffer.indices)
+    free(buffer.values)
+    buffer.indices = NULL
+    buffer.values = NULL
+    buffer.size = 0
+    buffer.capacity = 0
+
+
 cdef void free_row_buffers(RowBuffer* buffers, int n_buffers) noexcept nogil:
     """Release the buffers' arrays and the array of buffers itself."""
     cdef int b
     if buffers == NULL:
         return
     for b in range(n_buffers):
-        free(buffers[b].indices)
-        free(buffers[b].values)
+        _empty_buffer(&buffers[b])
     free(buffers)
 
 
@@ -97,10 +106,5 @@ cdef object gather_rows(RowBuffer* buffers, int n_buffers, row_buffer, row_start
                     indices_view[p] = buffer.indices[source]
                     data_view[p] = buffer.values[source]
                     source += 1
-            free(buffer.indices)
-            free(buffer.values)
-            buffer.indices = NULL
-            buffer.values = NULL
-            buffer.size = 0
-            buffer.capacity = 0
+            _empty_buffer(buffer)
     return sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_cols))
