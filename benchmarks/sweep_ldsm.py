@@ -5,8 +5,10 @@ every other parameter keeps ``xmltree.LdSM``'s default) and prints P@1/3/5
 and PSP@1/3/5 with the training time, so that the defaults can be chosen from
 numbers. With ``--holdout F``, a random fraction F of the training rows (seed
 0, or each of ``--holdout-seed``) is held out and scored instead of the test
-split, so that settings are chosen without it. The last table gives, per
-setting, the mean over splits and seeds of each dataset.
+split, so that settings are chosen without it. A setting that fits a
+re-ranker (``--set rerank=True``) is scored on its re-ranked predictions. The
+last table gives, per setting, the mean over splits and seeds of each dataset,
+and their standard deviation when there are several.
 
 Examples
 --------
@@ -15,6 +17,8 @@ Examples
         --holdout-seed 0 1 2 --set histogram_weight=0.2,0.3 --set feature_scaling=tfidf,l2
     python benchmarks/sweep_ldsm.py --datasets delicious --set leaf_model=histogram \\
         --set leaf_scores=distribution,frequency --set leaf_aggregation=mean,sum
+    python benchmarks/sweep_ldsm.py --datasets yahoo_arts --set rerank=False,True \\
+        --seeds 0 1 2 3 4 5 6 7 8 9
 """
 
 from __future__ import annotations
@@ -125,7 +129,7 @@ def sweep_split(dataset: str, data: tuple, split, args, grid: list[dict]) -> lis
         start = time.perf_counter()
         model.fit(X_train, Y_train)
         seconds = time.perf_counter() - start
-        labels, _ = model.predict(X_test, k=5)
+        labels, _ = model.predict(X_test, k=5, rerank=bool(setting.get("rerank")))
         result = evaluate(Y_test, labels, inv_propensity=inv_propensity)
         rows.append({"dataset": dataset, "holdout": args.holdout, "holdout_seed": split,
                      "random_state": seed, "setting": setting, "train_s": seconds,
@@ -138,7 +142,8 @@ def sweep_split(dataset: str, data: tuple, split, args, grid: list[dict]) -> lis
 
 
 def print_means(rows: list[dict], grid: list[dict]) -> None:
-    """Per setting and dataset: mean P@1 / P@5 / PSP@5 and fit seconds over splits and seeds."""
+    """Per setting and dataset: mean P@1 / P@5 / PSP@5 and fit seconds over splits and
+    seeds, with the standard deviations of the three scores over several runs."""
     means = defaultdict(list)
     for row in rows:
         means[_describe(row["setting"]), row["dataset"]].append(row)
@@ -150,9 +155,12 @@ def print_means(rows: list[dict], grid: list[dict]) -> None:
         cells = []
         for dataset in datasets:
             group = means[_describe(setting), dataset]
-            cells.append(" / ".join(f"{100 * np.mean([r[key] for r in group]):.2f}"
-                                    for key in ("P@1", "P@5", "PSP@5"))
-                         + f", {np.mean([r['train_s'] for r in group]):.2f}")
+            scores = 100 * np.array([[r[key] for key in ("P@1", "P@5", "PSP@5")]
+                                     for r in group])
+            cell = " / ".join(f"{value:.2f}" for value in scores.mean(axis=0))
+            if len(group) > 1:
+                cell += " (sd " + " / ".join(f"{value:.2f}" for value in scores.std(axis=0)) + ")"
+            cells.append(cell + f", {np.mean([r['train_s'] for r in group]):.2f}")
         print(f"| {_describe(setting)} | " + " | ".join(cells) + " |")
 
 
