@@ -334,6 +334,7 @@ def test_train_takes_the_leaf_and_scaling_options(tmp_path, split_files, options
     ("descent_threshold", "0.1", 0.1), ("descent_threshold", "NONE", None),
     ("max_leaf_labels", "auto", "auto"), ("max_leaf_labels", "none", None),
     ("max_leaf_labels", "12", 12), ("max_wide_branches", "none", None),
+    ("max_wide_branches", "auto", "auto"), ("epochs", "auto", "auto"), ("epochs", "4", 4),
     ("max_wide_branches", "5", 5), ("max_row_features", "none", None),
     ("max_row_features", "16", 16),
 ])

@@ -7,8 +7,11 @@ import pytest
 from test_persistence import rewrite_meta
 from test_tree import random_features, random_flat_tree
 
+import xmltree._auto_settings
 from xmltree._auto_settings import (
+    FULL_FLOOR_NODES,
     HISTOGRAM_WEIGHT,
+    LARGE_TREE_WIDE_BRANCHES,
     MAX_LEAF_LABELS,
     MAX_WIDE_BRANCHES,
     WIDE_DESCENT_HISTOGRAM_WEIGHT,
@@ -17,6 +20,7 @@ from xmltree._auto_settings import (
     resolve_descent_threshold,
     resolve_histogram_weight,
     resolve_max_leaf_labels,
+    resolve_max_wide_branches,
 )
 from xmltree.datasets import make_synthetic
 from xmltree.ldsm import LdSM
@@ -178,11 +182,46 @@ def test_wide_branches_are_limited_by_default_and_survive_save_and_load(rng, tmp
     assert np.all(limited.leaves_reached(X) <= unlimited.leaves_reached(X))
     limited.save(tmp_path / "model.npz")
     loaded = LdSM.load(tmp_path / "model.npz")
-    assert loaded.max_wide_branches == MAX_WIDE_BRANCHES
+    assert loaded.max_wide_branches == "auto"
+    assert loaded._forest.max_wide_branches == MAX_WIDE_BRANCHES
     assert np.array_equal(loaded.leaves_reached(X), limited.leaves_reached(X))
 
 
-@pytest.mark.parametrize("value", [-1, 256, 1.5, "auto", True])
+def test_auto_wide_branches_follow_the_largest_tree():
+    assert resolve_max_wide_branches("auto", FULL_FLOOR_NODES) == MAX_WIDE_BRANCHES
+    assert resolve_max_wide_branches("auto", FULL_FLOOR_NODES + 1) == LARGE_TREE_WIDE_BRANCHES
+    assert resolve_max_wide_branches(5, FULL_FLOOR_NODES + 1) == 5
+    assert resolve_max_wide_branches(None, 1) is None
+
+
+def test_large_trees_take_fewer_wide_branches_and_keep_them_after_load(rng, tmp_path,
+                                                                       monkeypatch):
+    X = random_features(rng, 200, N_FEATURES)
+    n_labels = WIDE_DESCENT_MIN_LABELS + 500
+    small = random_model(rng, n_labels)
+    largest = int(small.n_nodes_.max())
+    # The trees count as large when the limit is below their size.
+    monkeypatch.setattr(xmltree._auto_settings, "FULL_FLOOR_NODES", largest - 1)
+    large = with_trees_of(small, n_labels)
+    explicit = with_trees_of(small, n_labels, max_wide_branches=LARGE_TREE_WIDE_BRANCHES)
+    assert large._forest.max_wide_branches == LARGE_TREE_WIDE_BRANCHES
+    assert np.array_equal(large.leaves_reached(X), explicit.leaves_reached(X))
+    large.save(tmp_path / "model.npz")
+    loaded = LdSM.load(tmp_path / "model.npz")
+    assert loaded.max_wide_branches == "auto"
+    assert loaded._forest.max_wide_branches == LARGE_TREE_WIDE_BRANCHES
+    monkeypatch.setattr(xmltree._auto_settings, "FULL_FLOOR_NODES", largest)
+    assert with_trees_of(small, n_labels)._forest.max_wide_branches == MAX_WIDE_BRANCHES
+
+
+def test_files_with_a_number_of_wide_branches_keep_it(rng, tmp_path):
+    path = tmp_path / "model.npz"
+    random_model(rng, WIDE_DESCENT_MIN_LABELS + 500, max_wide_branches=3).save(path)
+    loaded = LdSM.load(path)
+    assert loaded.max_wide_branches == 3 and loaded._forest.max_wide_branches == 3
+
+
+@pytest.mark.parametrize("value", [-1, 256, 1.5, "wide", "AUTO", True])
 def test_bad_wide_branch_limits_are_named(value):
     with pytest.raises(ValueError, match="max_wide_branches"):
         LdSM(max_wide_branches=value).fit(np.ones((3, 2)), [[0], [1], [0]])

@@ -19,12 +19,15 @@ from test_tree import (
 import xmltree
 from xmltree import _auto_settings
 from xmltree._auto_settings import (
+    EPOCHS,
     FULL_FLOOR_NODES,
     MAX_AUTO_NODES,
     MAX_ROW_FEATURES,
+    SHORT_ROW_EPOCHS,
     WIDE_DESCENT_MIN_LABELS,
     auto_node_budget,
     auto_weight_floor,
+    resolve_epochs,
     resolve_max_row_features,
 )
 from xmltree._persistence import save_model
@@ -77,7 +80,8 @@ def clustered_problem(rng, n_samples, n_features=30, n_labels=10):
 
 @pytest.mark.parametrize("name, value", [
     ("n_trees", 0), ("n_trees", 2.0), ("arity", 1), ("arity", 9), ("max_nodes", 0),
-    ("epochs", 0), ("lambda1", -0.1), ("lambda2", float("nan")), ("learning_rate", 0.0),
+    ("epochs", 0), ("epochs", None), ("epochs", "many"), ("lambda1", -0.1),
+    ("lambda2", float("nan")), ("learning_rate", 0.0),
     ("learning_rate", "fast"), ("weight_threshold", -1.0), ("optimizer", "adam"),
     ("routing", "hinge"), ("leaf_scores", "mean"), ("leaf_aggregation", "max"),
     ("random_state", -3), ("random_state", 1.5),
@@ -669,6 +673,34 @@ def test_rows_are_cut_by_default_when_long_and_descending_by_the_training_rule(r
     assert LdSM(**FAST, random_state=4).fit(X, Y_wide).max_row_features_ is None
     assert LdSM(**FAST, descent_threshold=None, random_state=4).fit(
         X, Y_wide).max_row_features_ == MAX_ROW_FEATURES
+
+
+def test_auto_epochs_are_more_for_short_rows_under_the_training_rule():
+    short_rows = 10 * MAX_ROW_FEATURES - 1
+    assert resolve_epochs("auto", 10, short_rows, 0.5, 0.5) == SHORT_ROW_EPOCHS
+    assert resolve_epochs("auto", 10, short_rows + 1, 0.5, 0.5) == EPOCHS
+    assert resolve_epochs("auto", 10, short_rows, 0.05, 0.5) == EPOCHS  # wide descent
+    assert resolve_epochs(7, 10, short_rows, 0.5, 0.5) == 7
+
+
+@needs_build_tree
+@pytest.mark.parametrize("n_features, wide, params, expected", [
+    (30, False, {}, SHORT_ROW_EPOCHS),
+    (3 * MAX_ROW_FEATURES, False, {}, EPOCHS),  # ~100 features a row
+    (30, True, {}, EPOCHS),
+    (30, False, {"epochs": 5}, 5),
+])
+def test_fitted_nodes_train_the_resolved_epochs(rng, tmp_path, n_features, wide, params,
+                                                 expected):
+    X, labels, _ = clustered_problem(rng, 80, n_features=n_features)
+    if wide:  # more labels than the wide descent needs
+        labels = [[30 * i] for i in range(X.shape[0])]
+    settings = {**FAST, "epochs": "auto", "n_trees": 1, "random_state": 4, **params}
+    model = LdSM(**settings).fit(X, labels)
+    assert (model._forest.threshold < 0.5) == wide
+    assert model.objective_trace(0, 0).shape == (expected,)
+    model.save(tmp_path / "model.xmt")
+    assert LdSM.load(tmp_path / "model.xmt").epochs == settings["epochs"]
 
 
 @needs_build_tree

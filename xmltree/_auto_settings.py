@@ -8,9 +8,10 @@ from __future__ import annotations
 
 __all__ = ["LEAF_SIZE", "MAX_AUTO_NODES", "FULL_FLOOR_NODES", "WIDE_DESCENT_MIN_LABELS",
            "WIDE_DESCENT_THRESHOLD", "HISTOGRAM_WEIGHT", "WIDE_DESCENT_HISTOGRAM_WEIGHT",
-           "MAX_LEAF_LABELS", "MAX_WIDE_BRANCHES", "MAX_ROW_FEATURES", "auto_node_budget",
-           "auto_weight_floor", "resolve_descent_threshold", "resolve_histogram_weight",
-           "resolve_max_leaf_labels", "resolve_max_row_features"]
+           "MAX_LEAF_LABELS", "MAX_WIDE_BRANCHES", "LARGE_TREE_WIDE_BRANCHES", "MAX_ROW_FEATURES",
+           "EPOCHS", "SHORT_ROW_EPOCHS", "auto_node_budget", "auto_weight_floor",
+           "resolve_descent_threshold", "resolve_histogram_weight", "resolve_max_wide_branches",
+           "resolve_max_leaf_labels", "resolve_max_row_features", "resolve_epochs"]
 
 #: Training examples per leaf that ``max_nodes=None`` aims at.
 LEAF_SIZE = 8
@@ -68,7 +69,17 @@ WIDE_DESCENT_HISTOGRAM_WEIGHT = 0.0
 #: 76.3 / 81.4 / 82.5 / 82.5 (no limit: 82.5); at scale 0.3, 3 halved the
 #: leaves reached and lifted test P@1 from 72.4 to 76.1. See
 #: ``benchmarks/README.md``, "Amazon-670K shape".
+#:
+#: Trees of more than ``FULL_FLOOR_NODES`` nodes take fewer: at full scale
+#: (98,089 nodes, their weight floor shrunk to a third), 2 branches against
+#: 3 gave held-out P@1 48.3 against 45.3 and fitted in 723 s against 1000
+#: (test P@1 48.0 against 44.7), while at scale 0.3 (29,400 nodes, the
+#: floor whole) 3 stayed ahead (74.9 against 73.5). Under ``max_nodes=None`` the larger
+#: trees and the shrunk floor come together, so these runs cannot tell which
+#: of the two wants fewer branches; routers of few weights score more
+#: children by their bias alone, which points at the floor.
 MAX_WIDE_BRANCHES = 3
+LARGE_TREE_WIDE_BRANCHES = 2
 
 #: Labels a leaf keeps with linear leaves under the training rule's descent:
 #: its most frequent, ties to the labels rarer in the training set. On
@@ -100,6 +111,20 @@ MAX_LEAF_LABELS = 32
 #: needs the mean row to be longer than it. See ``benchmarks/README.md``,
 #: "Features a row grows the trees with".
 MAX_ROW_FEATURES = 48
+
+#: Passes over a node's examples. A pass costs time in proportion to the
+#: rows' features, and rows shorter than ``MAX_ROW_FEATURES`` on average
+#: gain from more of them: on held-out rows (four splits), 3 / 8 / 10 / 20
+#: epochs gave P@1 / P@3 / P@5 69.36 / 62.73 / 57.67, 69.50 / 62.94 / 57.88,
+#: 69.68 / 63.09 / 58.06 and 69.96 / 63.08 / 58.13 on Delicious (18 features
+#: a row), 43.28 / 29.52 / 22.42, 44.59 / 29.57 / 22.36, 44.38 / 29.62 /
+#: 22.19 and 44.21 / 29.54 / 22.26 on stackex_chemistry (15). 10 passes of
+#: such rows cost about what 3 of 48 features do; 20 doubled the fit for no
+#: more. Long rows keep 3 (more lost yahoo_arts 0.2-0.7 of P@1), and so does
+#: the wide descent, not measured with more. See ``benchmarks/README.md``,
+#: "Epochs for short rows".
+EPOCHS = 3
+SHORT_ROW_EPOCHS = 10
 
 
 def auto_node_budget(n_samples: int, arity: int) -> int:
@@ -152,6 +177,20 @@ def resolve_histogram_weight(setting, descent_threshold: float,
     return HISTOGRAM_WEIGHT
 
 
+def resolve_max_wide_branches(setting, n_nodes: int) -> int | None:
+    """The wide branches a path may take (None: no limit).
+
+    "auto" gives ``MAX_WIDE_BRANCHES`` for trees of at most
+    ``FULL_FLOOR_NODES`` nodes (`n_nodes`: the largest tree's), else
+    ``LARGE_TREE_WIDE_BRANCHES``.
+    """
+    if setting != "auto":
+        return setting
+    if n_nodes <= FULL_FLOOR_NODES:
+        return MAX_WIDE_BRANCHES
+    return LARGE_TREE_WIDE_BRANCHES
+
+
 def resolve_max_leaf_labels(setting, leaf_model: str, descent_threshold: float,
                             training_threshold: float) -> int | None:
     """The labels a leaf keeps at most (None: all).
@@ -181,3 +220,19 @@ def resolve_max_row_features(setting, n_rows: int, n_entries: int, descent_thres
     if n_entries > MAX_ROW_FEATURES * n_rows and descent_threshold >= training_threshold:
         return MAX_ROW_FEATURES
     return None
+
+
+def resolve_epochs(setting, n_rows: int, n_entries: int, descent_threshold: float,
+                   training_threshold: float) -> int:
+    """The passes over a node's examples.
+
+    "auto" gives ``SHORT_ROW_EPOCHS`` when the `n_rows` training rows hold
+    fewer than ``MAX_ROW_FEATURES`` non-zero `n_entries` per row on average
+    and the fitted trees descend by the training rule (`descent_threshold`
+    >= `training_threshold`), else ``EPOCHS``.
+    """
+    if setting != "auto":
+        return setting
+    if n_entries < MAX_ROW_FEATURES * n_rows and descent_threshold >= training_threshold:
+        return SHORT_ROW_EPOCHS
+    return EPOCHS

@@ -236,7 +236,9 @@ _HYPER_PARAMETERS = (
     ("n_trees", int, "LdSM: trees in the ensemble"),
     ("arity", int, "LdSM, learned-tree: children per node (M)"),
     ("max_nodes", int, "LdSM: node budget per tree"),
-    ("epochs", int, "passes over the data (LdSM: over each node's examples)"),
+    ("epochs", "integer or auto",
+     "passes over the data (LdSM: over each node's examples; auto: 10 for rows of fewer "
+     "than 48 features on average under the training descent, else 3)"),
     ("lambda1", float, "LdSM: weight of the class-integrity term"),
     ("lambda2", float, "LdSM: weight of the multi-way penalty"),
     ("learning_rate", float, "step size"),
@@ -257,9 +259,9 @@ _HYPER_PARAMETERS = (
     ("descent_threshold", "number, auto or none",
      "LdSM: score at which a fitted tree sends an example to a child (none: as in "
      "training; auto: 0.05 over more than 2000 labels, else none)"),
-    ("max_wide_branches", "integer or none",
+    ("max_wide_branches", "integer, auto or none",
      "LdSM: children a path of the wider descent may take that only its threshold admits "
-     "(none: no limit; default 3)"),
+     "(none: no limit; auto: 3, or 2 in trees of more than 32768 nodes)"),
     ("max_leaf_labels", "integer, auto or none",
      "LdSM: labels a leaf keeps, its most frequent (none: all; auto: 32 with linear "
      "leaves and the training descent, else none)"),

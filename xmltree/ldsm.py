@@ -32,13 +32,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._auto_settings import (
-    MAX_WIDE_BRANCHES,
     auto_node_budget,
     auto_weight_floor,
     resolve_descent_threshold,
+    resolve_epochs,
     resolve_histogram_weight,
     resolve_max_leaf_labels,
     resolve_max_row_features,
+    resolve_max_wide_branches,
 )
 from ._base import (
     MAX_EPOCHS,
@@ -105,11 +106,16 @@ class LdSM(TopKEstimator):
         training examples for M = 2, the weight floor
         ``max_weights_per_regressor`` shrinks in proportion, so that a
         tree's memory stays that of 32768 nodes.
-    epochs : int, default=3
+    epochs : int or "auto", default="auto"
         Passes over a node's examples when training its regressors, >= 1
-        (the paper uses 20; with linear leaves, 3 rank as well as 5 or 20 on
-        held-out rows of the development sets and train several times
-        faster; ``benchmarks/README.md``).
+        (the paper uses 20). "auto": 3, or ``SHORT_ROW_EPOCHS`` (10) when
+        the training rows have fewer than ``MAX_ROW_FEATURES`` (48)
+        non-zero features on average and the trees descend by the training
+        rule (see `descent_threshold`). With linear leaves, 3 rank long rows
+        as well as 5 or 20 on held-out rows of the development sets and
+        train several times faster; short rows gain from more passes and
+        each pass costs less (measured in ``benchmarks/README.md``,
+        "Epochs for short rows").
     lambda1 : float, default=2.0
         Weight of the purity term of the node objective, >= 0.
     lambda2 : float, default=1.0
@@ -188,13 +194,15 @@ class LdSM(TopKEstimator):
         costs prediction time. "auto": 0.05 with ``routing="margin"`` and
         more than ``WIDE_DESCENT_MIN_LABELS`` (2000) labels, else None
         (measured in ``benchmarks/README.md``, "Wider descent").
-    max_wide_branches : int or None, default=3
+    max_wide_branches : int, None or "auto", default="auto"
         With a `descent_threshold` below the training rule's: how many
         children a path may take that only `descent_threshold` admits, in
         [0, 255] (the children the training rule chooses are always taken).
         Bounds the leaves an example reaches as trees grow: more children
-        then clear the lower threshold by their bias alone. None: no limit
-        (measured in ``benchmarks/README.md``, "Amazon-670K shape").
+        then clear the lower threshold by their bias alone. None: no limit.
+        "auto": 3, or 2 once a tree has more than ``FULL_FLOOR_NODES``
+        (32768) nodes (measured in ``benchmarks/README.md``, "Amazon-670K
+        shape").
     max_leaf_labels : int, None or "auto", default="auto"
         Labels a leaf stores at most, >= 1: its most frequent, ties to the
         labels fewer training examples carry, with the scores they have
@@ -308,11 +316,11 @@ class LdSM(TopKEstimator):
 
     _KIND = "ldsm"
 
-    def __init__(self, n_trees=10, arity=2, max_nodes=None, epochs=3, lambda1=2.0,
+    def __init__(self, n_trees=10, arity=2, max_nodes=None, epochs="auto", lambda1=2.0,
                  lambda2=1.0, optimizer="nag", learning_rate=0.1, routing="margin",
                  weight_threshold=0.05, leaf_scores="frequency", leaf_aggregation="mean",
                  leaf_model="linear", C=0.35, n_candidates=200, histogram_weight="auto",
-                 descent_threshold="auto", max_wide_branches=MAX_WIDE_BRANCHES,
+                 descent_threshold="auto", max_wide_branches="auto",
                  max_leaf_labels="auto", max_row_features="auto", feature_scaling="auto",
                  max_weights_per_regressor=2048, max_weights_per_example=4.0, rerank=False,
                  random_state=None, first_tree=0, n_jobs=-1, verbose=False):
@@ -358,7 +366,7 @@ class LdSM(TopKEstimator):
         check_int("arity", params["arity"], 2, MAX_ARITY)
         if params["max_nodes"] is not None:
             check_int("max_nodes", params["max_nodes"], 1, MAX_NODES)
-        check_int("epochs", params["epochs"], 1, MAX_EPOCHS)
+        _check_int_or_auto("epochs", params["epochs"], 1, MAX_EPOCHS, none=False)
         check_real("lambda1", params["lambda1"], 0.0, strict=False)
         check_real("lambda2", params["lambda2"], 0.0, strict=False)
         check_real("learning_rate", params["learning_rate"], 0.0, MAX_LEARNING_RATE, strict=True)
@@ -393,10 +401,9 @@ class LdSM(TopKEstimator):
             except ValueError:
                 raise ValueError("descent_threshold must be None, 'auto' or a finite number, "
                                  f"got {threshold!r}") from None
-        if params["max_wide_branches"] is not None:
-            check_int("max_wide_branches", params["max_wide_branches"], 0, MAX_WIDE_LIMIT)
+        _check_int_or_auto("max_wide_branches", params["max_wide_branches"], 0, MAX_WIDE_LIMIT)
         for name in ("max_leaf_labels", "max_row_features"):
-            _check_count_or_auto(name, params[name])
+            _check_int_or_auto(name, params[name], 1, MAX_INDEX)
         check_choice("feature_scaling", params["feature_scaling"], FEATURE_SCALINGS)
         make_reranker(params["rerank"])
         check_seed(params["random_state"])
@@ -463,6 +470,8 @@ class LdSM(TopKEstimator):
         seeds = seed_sequence.generate_state(first + params["n_trees"], dtype=np.uint64)[first:]
         max_row_features = resolve_max_row_features(params["max_row_features"], X.shape[0],
                                                     X.nnz, fitted_threshold, training_threshold)
+        params["epochs"] = resolve_epochs(params["epochs"], X.shape[0], X.nnz, fitted_threshold,
+                                          training_threshold)
         X_grow = X if max_row_features is None else keep_strongest(X, max_row_features)
         trees = _build_trees(X_grow, Y, params, seeds)
         del X_grow  # before the forest copies the trees, the peak of fit's memory
@@ -499,12 +508,15 @@ class LdSM(TopKEstimator):
         ``check_trees=False`` is for trees that were just grown or that
         fitted models already hold.
         """
+        # np.size: the trees are not checked yet (Forest does it).
+        largest_tree = max(np.size(t["first_child"]) for t in trees)
         forest = Forest(trees, arity=self.arity, n_features=n_features,
                         n_labels=n_labels, routing=self.routing, leaf_scores=self.leaf_scores,
                         leaf_aggregation=self.leaf_aggregation,
                         descent_threshold=resolve_descent_threshold(
                             self.descent_threshold, self.routing, n_labels),
-                        max_wide_branches=self.max_wide_branches,
+                        max_wide_branches=resolve_max_wide_branches(
+                            self.max_wide_branches, largest_tree),
                         max_row_features=max_row_features, release=release,
                         check_trees=check_trees)
         self._forest = forest
@@ -963,14 +975,16 @@ def _consecutive_shards(models: list[LdSM]) -> bool:
 # Helpers
 # ----------------------------------------------------------------------
 
-def _check_count_or_auto(name: str, value) -> None:
-    """Raise ValueError unless `value` is None, "auto" or an integer >= 1."""
-    if value is None or isinstance(value, str) and value == "auto":
+def _check_int_or_auto(name: str, value, low: int, high: int, none: bool = True) -> None:
+    """Raise ValueError unless `value` is "auto", an integer in [`low`, `high`]
+    or, with `none`, None."""
+    if isinstance(value, str) and value == "auto" or none and value is None:
         return
     try:
-        check_int(name, value, 1, MAX_INDEX)
+        check_int(name, value, low, high)
     except ValueError:
-        raise ValueError(f"{name} must be None, 'auto' or an integer >= 1, "
+        words = "None, 'auto'" if none else "'auto'"
+        raise ValueError(f"{name} must be {words} or an integer in [{low}, {high}], "
                          f"got {value!r}") from None
 
 
