@@ -74,10 +74,11 @@ WIDE_DESCENT_HISTOGRAM_WEIGHT = 0.0
 #: (98,089 nodes, their weight floor shrunk to a third), 2 branches against
 #: 3 gave held-out P@1 48.3 against 45.3 and fitted in 723 s against 1000
 #: (test P@1 48.0 against 44.7; 1 branch: held-out 44.9), while at scale
-#: 0.3 (29,400 nodes, the floor whole) 3 stayed ahead (74.9 against 73.5). Under ``max_nodes=None``
-#: the larger trees and the shrunk floor come together, so these runs cannot
-#: tell which of the two wants fewer branches; routers of few weights score
-#: more children by their bias alone, which points at the floor.
+#: 0.3 (29,400 nodes, the floor whole) 3 stayed ahead (74.9 against 73.5).
+#: Under ``max_nodes=None`` the larger trees and the shrunk floor come
+#: together, so these runs cannot tell which of the two wants fewer
+#: branches; routers of few weights score more children by their bias
+#: alone, which points at the floor.
 MAX_WIDE_BRANCHES = 3
 LARGE_TREE_WIDE_BRANCHES = 2
 

@@ -509,14 +509,14 @@ class LdSM(TopKEstimator):
         fitted models already hold.
         """
         # np.size: the trees are not checked yet (Forest does it).
-        largest_tree = max(np.size(t["first_child"]) for t in trees)
+        n_nodes = np.array([np.size(t["first_child"]) for t in trees], dtype=np.int64)
         forest = Forest(trees, arity=self.arity, n_features=n_features,
                         n_labels=n_labels, routing=self.routing, leaf_scores=self.leaf_scores,
                         leaf_aggregation=self.leaf_aggregation,
                         descent_threshold=resolve_descent_threshold(
                             self.descent_threshold, self.routing, n_labels),
                         max_wide_branches=resolve_max_wide_branches(
-                            self.max_wide_branches, largest_tree),
+                            self.max_wide_branches, int(n_nodes.max())),
                         max_row_features=max_row_features, release=release,
                         check_trees=check_trees)
         self._forest = forest
@@ -524,7 +524,7 @@ class LdSM(TopKEstimator):
         self.n_features_in_ = n_features
         self.n_labels_ = n_labels
         self.trees_ = _share_forest_arrays(forest, trees)
-        self.n_nodes_ = np.array([t["first_child"].shape[0] for t in trees], dtype=np.int64)
+        self.n_nodes_ = n_nodes
         self.n_leaves_ = np.array([np.sum(t["first_child"] < 0) for t in trees], dtype=np.int64)
         self.depth_ = np.array([t["depth"].max() for t in trees], dtype=np.int64)
         self.label_weights_, self.label_bias_ = None, None
