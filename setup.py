@@ -1,7 +1,7 @@
 """Build the Cython extensions of xmltree.
 
 Every ``xmltree/**/*.pyx`` becomes an extension module of the same dotted
-name (``XMLTREE_BUILD_ONLY=_ldsm,_tree`` restricts the build to those
+name (``XMLTREE_BUILD_ONLY=_builder,_forest`` restricts the build to those
 modules); a module that needs C++ says so with a ``# distutils: language =
 c++`` header. Set ``XMLTREE_DEBUG=1`` to compile with bounds and wrap-around
 checks on (slow, for hunting memory errors in tests).
@@ -31,7 +31,7 @@ from setuptools.command.build_ext import build_ext
 from setuptools.errors import CompileError, LinkError
 
 DEBUG = os.environ.get("XMLTREE_DEBUG", "0") == "1"
-# Comma-separated module names (e.g. "_ldsm,_tree") to build only those; lets
+# Comma-separated module names (e.g. "_builder,_forest") to build only those; lets
 # a developer rebuild one kernel while another is mid-edit. Empty: build all.
 BUILD_ONLY = [name for name in os.environ.get("XMLTREE_BUILD_ONLY", "").split(",") if name]
 # "auto" (default): use OpenMP if the compiler can; "1": require it; "0": never.

@@ -2,7 +2,7 @@
 
 Dual coordinate descent for the L2-regularised squared hinge loss, written
 from Hsieh et al. (ICML 2008, Algorithm 1 with the L2-loss diagonal
-D_ii = 1 / (2C)), with the conventions ``xmltree._label_models`` documents:
+D_ii = 1 / (2C)), with the conventions ``xmltree.ldsm._label_models`` documents:
 a bias feature of value 1, visiting orders shuffled by the label's own
 xoshiro256** generator (seed ``seed ^ (label * 0x9E3779B97F4A7C15)``,
 Fisher-Yates from the last position, over the active examples), LIBLINEAR's

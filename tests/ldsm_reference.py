@@ -1,11 +1,11 @@
 """Slow pure-Python reference of LdSM node training, for the tests only.
 
 Written straight from the paper's pseudo-code (Majzoubi & Choromanska 2020,
-supplement Algorithms 3 and 4), with the conventions that ``xmltree._ldsm``
+supplement Algorithms 3 and 4), with the conventions that ``xmltree.ldsm._builder``
 documents for what the paper leaves open: labelled examples only, initial
 biases ``(u - 0.5) * 0.02`` drawn in regressor order, ties in J within
 ``TIE_TOLERANCE`` broken by one ``below(n_tied)`` draw, and the NAG / SGD
-updates of ``xmltree._optim``. Its random numbers come from :class:`Xoshiro`,
+updates of ``xmltree._kernels._optim``. Its random numbers come from :class:`Xoshiro`,
 an independent Python transcription of the published xoshiro256** and
 splitmix64 algorithms, so the kernel's random choices can be reproduced.
 """

@@ -2,10 +2,10 @@
 
 Written for readability, not speed: dictionaries per node, one example at a
 time. It follows the same conventions as the compiled kernels in
-``xmltree/_lomtree.pyx`` so that both produce bit-identical trees:
+``xmltree/lomtree/_lomtree.pyx`` so that both produce bit-identical trees:
 
 * node regressors are trained with the shared online updates of
-  ``xmltree/_optim.pyx``, re-implemented here operation by operation in
+  ``xmltree/_kernels/_optim.pyx``, re-implemented here operation by operation in
   float64: the margin steps for the hinge loss (target sign -1 = left,
   +1 = right) or the logistic steps (target 0 = left, 1 = right);
 * a swap looks for the orphan leaf by walking down from the root to the child

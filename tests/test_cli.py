@@ -274,7 +274,7 @@ def test_benchmark_label_curve(tmp_path):
 
 
 def test_benchmark_node_budget_defaults_to_ldsms_own(tmp_path):
-    from xmltree._auto_settings import auto_node_budget
+    from xmltree.ldsm._auto_settings import auto_node_budget
 
     output = tmp_path / "curve"
     assert main(["-q", "benchmark", "--labels", "30", "--n-samples", "300", "--epochs", "1",

@@ -7,8 +7,10 @@ import pytest
 from test_persistence import rewrite_meta
 from test_tree import random_features, random_flat_tree
 
-import xmltree._auto_settings
-from xmltree._auto_settings import (
+import xmltree.ldsm._auto_settings
+from xmltree.datasets import make_synthetic
+from xmltree.ldsm import LdSM
+from xmltree.ldsm._auto_settings import (
     FULL_FLOOR_NODES,
     HISTOGRAM_WEIGHT,
     LARGE_TREE_WIDE_BRANCHES,
@@ -22,8 +24,6 @@ from xmltree._auto_settings import (
     resolve_max_leaf_labels,
     resolve_max_wide_branches,
 )
-from xmltree.datasets import make_synthetic
-from xmltree.ldsm import LdSM
 
 N_FEATURES = 20
 #: The paper's LdSM: histogram leaves on the features as given.
@@ -201,7 +201,7 @@ def test_large_trees_take_fewer_wide_branches_and_keep_them_after_load(rng, tmp_
     small = random_model(rng, n_labels)
     largest = int(small.n_nodes_.max())
     # The trees count as large when the limit is below their size.
-    monkeypatch.setattr(xmltree._auto_settings, "FULL_FLOOR_NODES", largest - 1)
+    monkeypatch.setattr(xmltree.ldsm._auto_settings, "FULL_FLOOR_NODES", largest - 1)
     large = with_trees_of(small, n_labels)
     explicit = with_trees_of(small, n_labels, max_wide_branches=LARGE_TREE_WIDE_BRANCHES)
     assert large._forest.max_wide_branches == LARGE_TREE_WIDE_BRANCHES
@@ -210,7 +210,7 @@ def test_large_trees_take_fewer_wide_branches_and_keep_them_after_load(rng, tmp_
     loaded = LdSM.load(tmp_path / "model.npz")
     assert loaded.max_wide_branches == "auto"
     assert loaded._forest.max_wide_branches == LARGE_TREE_WIDE_BRANCHES
-    monkeypatch.setattr(xmltree._auto_settings, "FULL_FLOOR_NODES", largest)
+    monkeypatch.setattr(xmltree.ldsm._auto_settings, "FULL_FLOOR_NODES", largest)
     assert with_trees_of(small, n_labels)._forest.max_wide_branches == MAX_WIDE_BRANCHES
 
 

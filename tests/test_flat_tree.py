@@ -1,4 +1,4 @@
-"""Tests of xmltree._flat_tree: the flat-tree contract that model files must meet.
+"""Tests of xmltree.ldsm._tree_arrays: the flat-tree contract that model files must meet.
 
 Every property the kernels rely on is broken in turn on a valid random tree,
 and check_tree must refuse it, naming what is wrong.
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from test_tree import random_flat_tree
 
-from xmltree._flat_tree import MAX_ARITY, ROUTING_THRESHOLDS, check_tree, routing_threshold
 from xmltree.exceptions import ModelFormatError
+from xmltree.ldsm._tree_arrays import MAX_ARITY, ROUTING_THRESHOLDS, check_tree, routing_threshold
 
 # ----------------------------------------------------------------------
 # Tree validation: everything the kernels rely on

@@ -1,11 +1,11 @@
-"""Tests of xmltree.label_tree: tree builders, AssignLabels, re-assignment."""
+"""Tests of xmltree.learned_tree.label_tree: tree builders, AssignLabels, re-assignment."""
 
 import itertools
 
 import numpy as np
 import pytest
 
-from xmltree.label_tree import (
+from xmltree.learned_tree.label_tree import (
     EMPTY,
     LabelTree,
     assign_children,
@@ -268,6 +268,6 @@ def test_paths_far_larger_than_the_tree_are_refused(monkeypatch):
     # entries: a small file could ask for terabytes.
     children = [[-(i + 2), i + 1] for i in range(9)] + [[-11, -12]]
     assert LabelTree(2, 11, np.array(children)).max_depth == 10
-    monkeypatch.setattr("xmltree.label_tree.MAX_PATH_ENTRIES", 100)
+    monkeypatch.setattr("xmltree.learned_tree.label_tree.MAX_PATH_ENTRIES", 100)
     with pytest.raises(ValueError, match="paths of 11 labels, 10 deep, exceed 100 entries"):
         LabelTree(2, 11, np.array(children))

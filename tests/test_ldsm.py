@@ -17,8 +17,11 @@ from test_tree import (
 )
 
 import xmltree
-from xmltree import _auto_settings
-from xmltree._auto_settings import (
+from xmltree._persistence import save_model
+from xmltree._validation import check_features
+from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
+from xmltree.ldsm import LdSM, _auto_settings, merge
+from xmltree.ldsm._auto_settings import (
     EPOCHS,
     FULL_FLOOR_NODES,
     MAX_AUTO_NODES,
@@ -30,21 +33,18 @@ from xmltree._auto_settings import (
     resolve_epochs,
     resolve_max_row_features,
 )
-from xmltree._persistence import save_model
-from xmltree._strongest import keep_strongest
-from xmltree._validation import check_features
-from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
-from xmltree.ldsm import LdSM, merge
+from xmltree.ldsm._strongest import keep_strongest
 from xmltree.rerank import Reranker
 
 try:
-    from xmltree._ldsm import build_tree  # noqa: F401
+    from xmltree.ldsm._builder import build_tree  # noqa: F401
 
     HAVE_BUILD_TREE = True
 except ImportError:
     HAVE_BUILD_TREE = False
 
-needs_build_tree = pytest.mark.skipif(not HAVE_BUILD_TREE, reason="xmltree._ldsm not built")
+needs_build_tree = pytest.mark.skipif(not HAVE_BUILD_TREE,
+                                      reason="xmltree.ldsm._builder not built")
 
 N_FEATURES, N_LABELS = 20, 30
 #: The paper's LdSM: histogram leaves on the features as given.
@@ -777,7 +777,7 @@ def test_reranked_predictions_come_from_the_candidates_and_survive_save_load(rng
 
 
 def test_a_diverging_fit_is_refused_naming_the_step(monkeypatch):
-    from xmltree import ldsm
+    from xmltree.ldsm import _estimator as ldsm
 
     real_build = ldsm._build_trees
 

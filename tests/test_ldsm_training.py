@@ -11,10 +11,10 @@ import pytest
 import scipy.sparse as sp
 from ldsm_reference import Xoshiro, nag_step, sgd_step, store_weights, train_node
 
-from xmltree._flat_tree import MAX_ARITY
-from xmltree._ldsm import _py_train_node, build_tree
-from xmltree._optim import _py_nag_step, _py_sgd_step
-from xmltree._random import _py_draw
+from xmltree._kernels._optim import _py_nag_step, _py_sgd_step
+from xmltree._kernels._random import _py_draw
+from xmltree.ldsm._builder import _py_train_node, build_tree
+from xmltree.ldsm._tree_arrays import MAX_ARITY
 
 NODE_SETTINGS = dict(epochs=3, lambda1=2.0, lambda2=1.0, learning_rate=0.3)
 TREE_SETTINGS = dict(arity=2, max_nodes=41, epochs=3, lambda1=2.0, lambda2=1.0,

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from xmltree import _learned_tree as kernels
 from xmltree._validation import check_features, check_labels
 from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
-from xmltree.label_tree import EMPTY, huffman_tree, random_tree
 from xmltree.learned_tree import LearnedTree, fit_text_file
+from xmltree.learned_tree import _learned_tree as kernels
+from xmltree.learned_tree.label_tree import EMPTY, huffman_tree, random_tree
 from xmltree.text import context_windows
 
 

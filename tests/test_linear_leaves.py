@@ -9,17 +9,17 @@ from label_models_reference import train_label_models as reference_train
 from test_persistence import rewrite_meta
 
 from xmltree import LdSM
-from xmltree._label_models import train_label_models
-from xmltree._linear_leaves import (
+from xmltree._validation import check_features
+from xmltree.datasets import make_synthetic
+from xmltree.exceptions import ModelFormatError
+from xmltree.ldsm import merge
+from xmltree.ldsm._label_models import train_label_models
+from xmltree.ldsm._linear_leaves import (
     MARGIN_SCALE,
     _draw_negatives,
     check_linear_leaves,
     neighbourhoods,
 )
-from xmltree._validation import check_features
-from xmltree.datasets import make_synthetic
-from xmltree.exceptions import ModelFormatError
-from xmltree.ldsm import merge
 
 SOLVER = dict(C=0.5, max_epochs=15, tolerance=0.01, weight_threshold=0.02, seed=7)
 

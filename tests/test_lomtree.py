@@ -7,10 +7,9 @@ import pytest
 import scipy.sparse as sp
 from lomtree_reference import ReferenceLOMTree, ReferenceRegressor, log_sigmoid, rows_of
 
-from xmltree import _lomtree
 from xmltree._validation import check_features
 from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
-from xmltree.lomtree import LOMTree, to_multiclass
+from xmltree.lomtree import LOMTree, _lomtree, to_multiclass
 
 
 def drifting_stream(seed, n_samples=300, n_features=10, n_classes=8):
@@ -390,7 +389,7 @@ def test_class_labels_beyond_int64_are_refused_not_wrapped():
 
 def test_a_diverging_fit_raises_and_leaves_no_model(monkeypatch):
     # Steps beyond MAX_LEARNING_RATE are refused; past that bound, scores overflow.
-    monkeypatch.setattr("xmltree.lomtree.MAX_LEARNING_RATE", math.inf)
+    monkeypatch.setattr("xmltree.lomtree._estimator.MAX_LEARNING_RATE", math.inf)
     X, y = separable_problem(0, n_samples=200)
     model = LOMTree(learning_rate=1e300, loss="logistic")
     with pytest.raises(ValueError, match="diverged .* lower learning_rate"):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from xmltree import _openmp
+from xmltree._kernels import _openmp
 from xmltree.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from xmltree._random import _py_draw
+from xmltree._kernels._random import _py_draw
 
 
 def test_same_seed_same_stream_different_seed_different_stream():

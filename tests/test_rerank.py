@@ -14,18 +14,18 @@ from test_tail_scorers import (
     random_problem,
 )
 
-from xmltree import _rerank
 from xmltree._persistence import load_model, save_model
 from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
 from xmltree.metrics import inverse_propensity
 from xmltree.rerank import (
-    STATE_PREFIX,
     Reranker,
     TailScorer,
+    _rerank,
     make_reranker,
     propensity_weighted_targets,
     rerank,
 )
+from xmltree.rerank._estimator import STATE_PREFIX
 
 # ----------------------------------------------------------------------------- references
 

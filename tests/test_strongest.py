@@ -1,11 +1,11 @@
-"""Each row's strongest features (``xmltree._strongest``), against a slow reference."""
+"""Each row's strongest features (``xmltree.ldsm._strongest``), against a slow reference."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from xmltree._strongest import keep_strongest
 from xmltree._validation import check_features
+from xmltree.ldsm._strongest import keep_strongest
 
 
 def strongest_columns(row: np.ndarray, n: int) -> list[int]:

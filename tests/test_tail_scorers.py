@@ -1,4 +1,4 @@
-"""Tests of xmltree._tail_scorers (and its kernel, xmltree._rerank.tail_log_scores).
+"""Tests of xmltree.rerank._tail_scorers (and its kernel, xmltree.rerank._rerank.tail_log_scores).
 
 Every tail scorer is compared with a slow dense NumPy reference on small
 seeded inputs.
@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from xmltree._tail_scorers import (
+from xmltree._validation import check_features
+from xmltree.exceptions import NotFittedError
+from xmltree.rerank import Reranker
+from xmltree.rerank._tail_scorers import (
     LogisticTailScorer,
     RidgeTailScorer,
     TailScorer,
 )
-from xmltree._validation import check_features
-from xmltree.exceptions import NotFittedError
-from xmltree.rerank import Reranker
 
 # ----------------------------------------------------------------------------- references
 
@@ -109,7 +109,7 @@ def test_tail_scores_match_dense_reference(rng, n_candidates, feature_weighting,
 
 def reference_ridge_log_scores(X, Y, X_new, labels, penalty, feature_weighting="idf"):
     """Dense ridge with a bias column, solved with numpy; floored logs per candidate."""
-    from xmltree._tail_scorers import RIDGE_FLOOR
+    from xmltree.rerank._tail_scorers import RIDGE_FLOOR
 
     def design(points):
         weighted = np.asarray(points, dtype=np.float64) * reference_weights(X, feature_weighting)
@@ -127,7 +127,7 @@ def reference_ridge_log_scores(X, Y, X_new, labels, penalty, feature_weighting="
 @pytest.mark.parametrize("feature_weighting", ["idf", "none"])
 @pytest.mark.parametrize("penalty", [0.01, 1.0])
 def test_ridge_scores_match_dense_reference(rng, feature_weighting, penalty, monkeypatch):
-    from xmltree import _tail_scorers as tail_module
+    from xmltree.rerank import _tail_scorers as tail_module
 
     X, Y = random_problem(rng)
     X_new = rng.random((15, X.shape[1])) * (rng.random((15, X.shape[1])) < 0.4)
@@ -153,7 +153,7 @@ def test_ridge_scores_match_dense_reference(rng, feature_weighting, penalty, mon
 @pytest.mark.parametrize("kind, scorer", [("ridge", RidgeTailScorer),
                                            ("logistic", LogisticTailScorer)])
 def test_dense_scorers_refuse_problems_over_the_memory_limit(rng, monkeypatch, kind, scorer):
-    from xmltree import _tail_scorers as tail_module
+    from xmltree.rerank import _tail_scorers as tail_module
 
     X, Y = random_problem(rng)
     monkeypatch.setattr(tail_module, "MAX_DENSE_BYTES", 8 * 13 * 13)
@@ -237,7 +237,7 @@ def test_logistic_coef_match_newton_reference_and_zero_the_gradient(rng):
 
 @pytest.mark.parametrize("feature_weighting", ["idf", "none"])
 def test_logistic_scores_are_log_sigmoids_and_finite(rng, feature_weighting, monkeypatch):
-    from xmltree import _tail_scorers as tail_module
+    from xmltree.rerank import _tail_scorers as tail_module
 
     X, Y = random_problem(rng)
     X_new = rng.random((15, X.shape[1])) * (rng.random((15, X.shape[1])) < 0.4)

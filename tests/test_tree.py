@@ -1,4 +1,4 @@
-"""Tests of the forest storage and prediction kernels (xmltree._tree).
+"""Tests of the forest storage and prediction kernels (xmltree.ldsm._forest).
 
 The kernels are compared with a slow pure-Python descent on random flat
 trees generated here, so they are exercised without the training code.
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from xmltree._flat_tree import TREE_ARRAYS, routing_threshold
-from xmltree._tree import Forest
 from xmltree.exceptions import DataFormatError, ModelFormatError
+from xmltree.ldsm._forest import Forest
+from xmltree.ldsm._tree_arrays import TREE_ARRAYS, routing_threshold
 
 # ----------------------------------------------------------------------
 # Random flat trees and a pure-Python reference (also used by test_ldsm.py)

@@ -137,7 +137,7 @@ def _split(X, Y, test_fraction: float):
 
 def _run_ldsm(data, params: dict, timer):
     """Train, save and predict (in the measuring child); return top-5 labels and sizes."""
-    from .ldsm import LdSM
+    from .ldsm._estimator import LdSM
 
     X_train, Y_train, X_test, _ = data
     model = LdSM(random_state=0, **params)

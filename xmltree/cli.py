@@ -23,8 +23,8 @@ import numpy as np
 
 from . import __version__
 from ._base import label_id_count
-from ._openmp import OPENMP_ENABLED
-from .rerank import Reranked, make_reranker, reranking_stage
+from ._kernels._openmp import OPENMP_ENABLED
+from .rerank._estimator import Reranked, make_reranker, reranking_stage
 from .text import DOCUMENT_FORMATS, WEIGHTINGS
 
 logger = logging.getLogger(__name__)
@@ -332,7 +332,7 @@ def _model_from_args(args, learner: str = "ldsm", exclude=()):
 
 
 def _rerank_defaults() -> dict:
-    from .rerank import Reranker
+    from .rerank._estimator import Reranker
 
     return Reranker().get_params()
 
@@ -348,7 +348,7 @@ def _rerank_setting(rerank: bool, pairs: list[str]):
     """
     if not pairs:
         return rerank
-    from .rerank import make_reranker
+    from .rerank._estimator import make_reranker
 
     defaults = _rerank_defaults()
     settings = {}
@@ -443,7 +443,7 @@ def _run_train(args) -> int:
     _print_summary("train", X_train, Y_train)
     targets = None
     if args.learner == "lomtree":
-        from .lomtree import to_multiclass
+        from .lomtree._estimator import to_multiclass
 
         # LOMtree is multiclass: it learns each row's most frequent label.
         targets, rows = to_multiclass(Y_train, rule="most_frequent")
@@ -462,7 +462,7 @@ def _run_train(args) -> int:
 
 
 def _train_learned_tree(model, args, rerank) -> int:
-    from .learned_tree import fit_text_file
+    from .learned_tree._estimator import fit_text_file
 
     if args.test is not None:
         raise ValueError("--test is not supported with --learner learned-tree; "

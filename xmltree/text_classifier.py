@@ -85,7 +85,7 @@ class TextClassifier(TopKEstimator):
         """Check the learner and the text settings; return them, the learner resolved."""
         estimator = self.estimator
         if estimator is None:
-            from .ldsm import LdSM
+            from .ldsm._estimator import LdSM
 
             estimator = LdSM()
         if not isinstance(estimator, TopKEstimator) or _is_stage(estimator):
@@ -224,7 +224,7 @@ class TextClassifier(TopKEstimator):
 
 def _is_stage(estimator) -> bool:
     """True for a stage (an instance or class) that wraps another learner."""
-    from .rerank import Reranked
+    from .rerank._estimator import Reranked
 
     kind = estimator if isinstance(estimator, type) else type(estimator)
     return issubclass(kind, (Reranked, TextClassifier))

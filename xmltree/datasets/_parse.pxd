@@ -14,7 +14,7 @@
 # character is an error, since C routines such as strtof would skip '\v',
 # '\f' and even '\n' as white space.
 
-from .._types cimport float32_t, index_t, offset_t
+from .._kernels._types cimport float32_t, index_t, offset_t
 
 
 # What went wrong in a row; the Python layer turns a code into a message.

@@ -9,7 +9,7 @@
 
 from libc.stdint cimport uint8_t
 
-from ._types cimport float64_t, index_t
+from .._kernels._types cimport float64_t, index_t
 
 
 cdef inline index_t route(const float64_t* scores, index_t arity, float64_t threshold,

@@ -1,6 +1,6 @@
 """The training examples of every label's classifier, listed label by label.
 
-``xmltree._linear_leaves.neighbourhoods`` describes what a label's
+``xmltree.ldsm._linear_leaves.neighbourhoods`` describes what a label's
 neighbourhood holds. Listing it is a transpose of (example, label) pairs, and
 at full scale there are some 90 million of them: building and transposing
 them as sparse matrices took five times the memory of the result, next to the
@@ -12,7 +12,7 @@ from libc.stdint cimport int8_t
 
 import numpy as np
 
-from ._types cimport index_t, offset_t
+from .._kernels._types cimport index_t, offset_t
 
 __all__ = ["list_neighbourhoods"]
 

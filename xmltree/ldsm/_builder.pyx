@@ -54,14 +54,14 @@ from libcpp.algorithm cimport nth_element, sort
 from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
-from ._optim cimport MAX_GROUP_SIZE, OPTIMIZER_NAG, OPTIMIZER_SGD, regressor_step, reset_group
-from ._optim cimport group_block_size, new_group, score, sigmoid, weight_of
-from ._random cimport rng_below, rng_seed, rng_shuffle, rng_uniform
+from .._kernels._optim cimport MAX_GROUP_SIZE, OPTIMIZER_NAG, OPTIMIZER_SGD, regressor_step, reset_group
+from .._kernels._optim cimport group_block_size, new_group, score, sigmoid, weight_of
+from .._kernels._random cimport rng_below, rng_seed, rng_shuffle, rng_uniform
 from ._routing cimport route
-from ._sparse cimport CSRView, csr_view
-from ._types cimport float32_t, float64_t, index_t, offset_t
+from .._kernels._sparse cimport CSRView, csr_view
+from .._kernels._types cimport float32_t, float64_t, index_t, offset_t
 
-from ._flat_tree import ROUTING_THRESHOLDS
+from ._tree_arrays import ROUTING_THRESHOLDS
 
 cnp.import_array()
 
@@ -784,7 +784,7 @@ def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, l
     Y : scipy.sparse.csr_matrix of shape (n_samples, n_labels)
         Binary labels, same layout and rows as ``X``.
     arity : int
-        Children per internal node, M (2 to ``xmltree._flat_tree.MAX_ARITY``).
+        Children per internal node, M (2 to ``xmltree.ldsm._tree_arrays.MAX_ARITY``).
     max_nodes : int
         Node budget, >= 1: a node is expanded only while ``n_nodes + arity <= max_nodes``.
     epochs : int

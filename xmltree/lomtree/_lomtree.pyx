@@ -2,7 +2,7 @@
 """Kernels of the online LOMtree (Choromanska & Langford 2015, Algorithm 1).
 
 Each internal node v holds a linear regressor h_v trained online with the
-shared SGD / NAG updates of :mod:`xmltree._optim`. An example of class y that
+shared SGD / NAG updates of :mod:`xmltree._kernels._optim`. An example of class y that
 reaches v gets the binary target "left" when the running mean score of v,
 E_v, exceeds that of its own class, e_v(y), and "right" otherwise; after the
 update, it follows the sign of h_v(x) (left when negative). With the hinge
@@ -42,11 +42,11 @@ from libc.stdint cimport int32_t, int64_t
 from libc.string cimport memset
 from libcpp.vector cimport vector
 
-from ._optim cimport OPTIMIZER_NAG, OPTIMIZER_SGD, RegressorGroup, nag_margin_step, new_group
-from ._optim cimport regressor_step, score, sgd_margin_step
-from ._sparse cimport CSRView, csr_view, row_indices, row_nnz, row_values
-from ._top_k cimport offer_top_k, sort_top_k
-from ._types cimport float32_t, float64_t, index_t, offset_t
+from .._kernels._optim cimport OPTIMIZER_NAG, OPTIMIZER_SGD, RegressorGroup, nag_margin_step, new_group
+from .._kernels._optim cimport regressor_step, score, sgd_margin_step
+from .._kernels._sparse cimport CSRView, csr_view, row_indices, row_nnz, row_values
+from .._kernels._top_k cimport offer_top_k, sort_top_k
+from .._kernels._types cimport float32_t, float64_t, index_t, offset_t
 
 #: Names of the optimisers accepted by :class:`LOMTreeBuilder`.
 OPTIMIZERS = ("sgd", "nag")

@@ -31,10 +31,10 @@ import scipy.optimize
 import scipy.sparse as sp
 import scipy.special
 
+from .._base import check_bool, check_choice, check_int, check_real
+from .._validation import check_csr_structure, check_features, check_labels
+from ..exceptions import DataFormatError, ModelFormatError, NotFittedError
 from . import _rerank
-from ._base import check_bool, check_choice, check_int, check_real
-from ._validation import check_csr_structure, check_features, check_labels
-from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 
 __all__ = ["TailScorer", "RidgeTailScorer", "LogisticTailScorer"]
 

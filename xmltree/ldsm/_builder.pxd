@@ -3,7 +3,7 @@
 # regressor updates, routing of the node's examples to its children, and the
 # best-first growth of one tree.
 #
-# Tree invariants (the flat-tree contract with _tree.pyx): the root is node 0;
+# Tree invariants (the flat-tree contract with _forest.pyx): the root is node 0;
 # the children of an internal node v are first_child[v] + m for m < arity and
 # have larger ids than v; a leaf has first_child == -1, no regressors and a
 # label histogram normalised to sum to 1; regressor m of node v is CSR row
@@ -14,10 +14,10 @@ from libcpp.queue cimport priority_queue
 from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
-from ._optim cimport OptimizerKind, RegressorGroup
-from ._random cimport rng_state
-from ._sparse cimport CSRView
-from ._types cimport float32_t, float64_t, index_t, offset_t
+from .._kernels._optim cimport OptimizerKind, RegressorGroup
+from .._kernels._random cimport rng_state
+from .._kernels._sparse cimport CSRView
+from .._kernels._types cimport float32_t, float64_t, index_t, offset_t
 
 
 cdef struct NodeSettings:

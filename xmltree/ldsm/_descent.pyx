@@ -1,6 +1,6 @@
 """The forest descent: which leaves each example of a block reaches in every tree.
 
-Part of prediction: ``xmltree._tree`` scores the leaves found here.
+Part of prediction: ``xmltree.ldsm._forest`` scores the leaves found here.
 Regressor scores follow the contract of ``_routing.pxd`` exactly as
 training computes them, so an example reaches at prediction the leaves it
 reached while the tree was built.
@@ -23,8 +23,8 @@ from libc.stdlib cimport realloc
 from ._forest_arrays cimport (SCORE_GROUP, SPREAD_COST, ForestArrays, LeafPair,
                               Scratch)
 from ._routing cimport route
-from ._sparse cimport CSRView
-from ._types cimport float32_t, float64_t, index_t, offset_t
+from .._kernels._sparse cimport CSRView
+from .._kernels._types cimport float32_t, float64_t, index_t, offset_t
 
 
 cdef bint gather_block_features(const ForestArrays* f, Scratch* s, const CSRView* rows,

@@ -43,7 +43,7 @@ cdef enum OptimizerKind:
 
 
 cdef enum:
-    # Regressors per group, at most (at least xmltree._flat_tree.MAX_ARITY).
+    # Regressors per group, at most (at least xmltree.ldsm._tree_arrays.MAX_ARITY).
     MAX_GROUP_SIZE = 8
 
 

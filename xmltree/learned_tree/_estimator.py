@@ -23,8 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from . import _learned_tree as _kernels
-from ._base import (
+from .._base import (
     MAX_DEPTH,
     MAX_EPOCHS,
     MAX_INDEX,
@@ -42,8 +41,10 @@ from ._base import (
     n_threads,
     warn_renamed,
 )
-from ._validation import check_features, check_labels
-from .exceptions import DataFormatError, ModelFormatError, NotFittedError
+from .._validation import check_features, check_labels
+from ..exceptions import DataFormatError, ModelFormatError, NotFittedError
+from ..text import TextVectorizer, decode_strings, encode_strings, read_labeled_text
+from . import _learned_tree as _kernels
 from .label_tree import (
     LabelTree,
     balanced_depth_tree,
@@ -52,7 +53,6 @@ from .label_tree import (
     random_tree,
     reassign_tree,
 )
-from .text import TextVectorizer, decode_strings, encode_strings, read_labeled_text
 
 __all__ = ["LearnedTree", "fit_text_file"]
 

@@ -5,7 +5,7 @@
 # Every tree of the ensemble is concatenated into the same arrays; node ids
 # are global (tree t owns nodes tree_offset[t] .. tree_offset[t + 1] - 1, and
 # its root is tree_offset[t]). Invariants, checked in Python before any
-# kernel runs (see `xmltree._flat_tree.check_tree`): inside each tree a
+# kernel runs (see `xmltree.ldsm._tree_arrays.check_tree`): inside each tree a
 # child id is larger than its parent's id, an internal node has exactly `arity` consecutive children
 # and `arity` regressors, a leaf has a non-empty label histogram, every weight
 # index is < n_features and every label is < n_labels.
@@ -13,8 +13,8 @@
 from libc.stdint cimport uint8_t
 
 from ._label_models cimport LabelModelView
-from ._sparse cimport CSRView
-from ._types cimport float32_t, float64_t, index_t, offset_t
+from .._kernels._sparse cimport CSRView
+from .._kernels._types cimport float32_t, float64_t, index_t, offset_t
 
 
 cdef enum:

@@ -1,8 +1,8 @@
 """The flat LdSM tree: its options, its model-file contract and its checks.
 
 One flat tree is a dict of NumPy arrays (:data:`TREE_ARRAYS`), as
-``xmltree._ldsm.build_tree`` returns it and as model files store it; a
-:class:`xmltree._tree.Forest` concatenates several for prediction. The
+``xmltree.ldsm._builder.build_tree`` returns it and as model files store it; a
+:class:`xmltree.ldsm._forest.Forest` concatenates several for prediction. The
 kernels trust these arrays completely (bounds checks are off), so a tree read
 from a file goes through :func:`check_tree` first; a tree the builder just
 grew does not need to.
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_csr_structure
-from .exceptions import DataFormatError, ModelFormatError
+from .._validation import check_csr_structure
+from ..exceptions import DataFormatError, ModelFormatError
 
 __all__ = ["TREE_ARRAYS", "ROUTING_THRESHOLDS", "MAX_ARITY", "LEAF_SCORES", "LEAF_AGGREGATIONS",
            "routing_threshold", "check_tree", "concatenate_trees"]
@@ -95,7 +95,7 @@ def check_tree(tree, arity, n_features, n_labels, leaf_scores="distribution"):
     n_features, n_labels : int
         Sizes of the feature and label spaces.
     leaf_scores : {"distribution", "frequency"}, default="distribution"
-        What the leaves store (see ``xmltree._ldsm.build_tree``): histograms
+        What the leaves store (see ``xmltree.ldsm._builder.build_tree``): histograms
         summing to 1, or label frequencies in (0, 1].
 
     Raises

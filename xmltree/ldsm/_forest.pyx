@@ -1,7 +1,7 @@
 """Forest storage and multi-leaf prediction kernels for LdSM ensembles.
 
 A :class:`Forest` concatenates the flat trees returned by
-``xmltree._ldsm.build_tree`` into one set of arrays (see ``_forest_arrays.pxd``), so a
+``xmltree.ldsm._builder.build_tree`` into one set of arrays (see ``_forest_arrays.pxd``), so a
 single ``prange`` over blocks of examples descends every tree without the GIL.
 
 Prediction follows Algorithm 2 of Majzoubi & Choromanska (2020): an example
@@ -45,16 +45,16 @@ from ._descent cimport descend_block
 from ._forest_arrays cimport (MAX_BLOCK_SIZE, SCORE_GROUP, ForestArrays, LeafPair,
                               Scratch)
 from ._label_models cimport label_margin
-from ._row_buffer cimport (RowBuffer, allocate_row_buffers, check_row_buffers, free_row_buffers,
+from .._kernels._row_buffer cimport (RowBuffer, allocate_row_buffers, check_row_buffers, free_row_buffers,
                            gather_rows, reserve_pairs)
-from ._sparse cimport CSRView, csr_view, row_indices, row_nnz, row_values
-from ._top_k cimport offer_top_k, sort_top_k
-from ._types cimport float32_t, float64_t, index_t, offset_t
+from .._kernels._sparse cimport CSRView, csr_view, row_indices, row_nnz, row_values
+from .._kernels._top_k cimport offer_top_k, sort_top_k
+from .._kernels._types cimport float32_t, float64_t, index_t, offset_t
 
-from ._flat_tree import MAX_ARITY, check_tree, concatenate_trees, routing_threshold
+from ._tree_arrays import MAX_ARITY, check_tree, concatenate_trees, routing_threshold
 from ._strongest import keep_strongest
-from ._validation import check_features
-from .exceptions import ModelFormatError
+from .._validation import check_features
+from ..exceptions import ModelFormatError
 
 __all__ = ["Forest"]
 
@@ -103,7 +103,7 @@ cdef class Forest:
     Parameters
     ----------
     trees : list of dict
-        Flat trees as returned by ``xmltree._ldsm.build_tree``; each is
+        Flat trees as returned by ``xmltree.ldsm._builder.build_tree``; each is
         validated with :func:`check_tree` (raising ``ModelFormatError``)
         before anything else happens.
     arity : int
@@ -128,7 +128,7 @@ cdef class Forest:
     max_row_features : int or None, default=None
         Features of an example that route it down the trees: its largest
         |values|, as the trees were grown with (see
-        ``xmltree._strongest.keep_strongest``); the label classifiers see
+        ``xmltree.ldsm._strongest.keep_strongest``); the label classifiers see
         them all. None: all.
     release : bool, default=False
         Remove each tree's weight and leaf arrays from its dict as soon as
@@ -227,7 +227,7 @@ cdef class Forest:
         ----------
         weights : scipy.sparse.csr_matrix of float32, shape (n_labels, n_features)
             One classifier per label, int64 indptr, int32 sorted feature ids,
-            finite values, as ``xmltree._flat_tree.check_label_models`` checks.
+            finite values, as ``xmltree.ldsm._tree_arrays.check_label_models`` checks.
         bias : numpy.ndarray of float32, shape (n_labels,)
             Their biases.
         n_candidates : int

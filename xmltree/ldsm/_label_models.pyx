@@ -32,11 +32,11 @@ from libc.stdlib cimport calloc, free, malloc, qsort
 
 import numpy as np
 
-from ._random cimport rng_seed, rng_shuffle, rng_state
-from ._row_buffer cimport (RowBuffer, allocate_row_buffers, check_row_buffers, free_row_buffers,
+from .._kernels._random cimport rng_seed, rng_shuffle, rng_state
+from .._kernels._row_buffer cimport (RowBuffer, allocate_row_buffers, check_row_buffers, free_row_buffers,
                            gather_rows, reserve_pairs)
-from ._sparse cimport CSRView, csr_view, row_indices, row_nnz, row_values
-from ._types cimport float32_t, float64_t, index_t, offset_t
+from .._kernels._sparse cimport CSRView, csr_view, row_indices, row_nnz, row_values
+from .._kernels._types cimport float32_t, float64_t, index_t, offset_t
 
 __all__ = ["train_label_models"]
 

@@ -3,10 +3,10 @@
 A leaf histogram scores a label by how often it occurs among the leaf's
 training examples, whatever the example being predicted looks like. Linear
 leaves add a discriminative model: every label gets a sparse linear
-classifier (``xmltree._label_models``), and at prediction an example's
+classifier (``xmltree.ldsm._label_models``), and at prediction an example's
 ``n_candidates`` best labels by histogram score are re-scored with
 ``sigmoid(MARGIN_SCALE * margin) ** (1 - histogram_weight) * histogram **
-histogram_weight`` (``xmltree._tree.Forest.use_label_models``).
+histogram_weight`` (``xmltree.ldsm._forest.Forest.use_label_models``).
 
 Which examples train a label's classifier is what keeps this a tree method
 rather than a one-vs-rest model over all labels: the label's *neighbourhood*,
@@ -23,10 +23,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import check_csr_structure
+from ..exceptions import DataFormatError, ModelFormatError
 from ._label_models import train_label_models
 from ._neighbourhoods import list_neighbourhoods
-from ._validation import check_csr_structure
-from .exceptions import DataFormatError, ModelFormatError
 
 __all__ = ["LEAF_MODELS", "MARGIN_SCALE", "LINEAR_LEAF_ARRAYS", "fit_linear_leaves",
            "check_linear_leaves"]
@@ -76,7 +76,7 @@ def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float,
 
     Parameters
     ----------
-    forest : xmltree._tree.Forest
+    forest : xmltree.ldsm._forest.Forest
         The trees, still scoring with histograms only.
     X, Y : scipy.sparse.csr_matrix
         The checked (and scaled) training rows and their labels.

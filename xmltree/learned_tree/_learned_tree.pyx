@@ -18,9 +18,9 @@ from libc.math cimport exp, log, sqrtf, INFINITY
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free, malloc
 
-from ._random cimport rng_below, rng_seed, rng_shuffle, rng_uniform
-from ._sparse cimport CSRView, csr_view, row_nnz
-from ._top_k cimport offer_top_k, sort_top_k
+from .._kernels._random cimport rng_below, rng_seed, rng_shuffle, rng_uniform
+from .._kernels._sparse cimport CSRView, csr_view, row_nnz
+from .._kernels._top_k cimport offer_top_k, sort_top_k
 
 # Slot code of an empty child (xmltree.label_tree.EMPTY).
 cdef index_t EMPTY = -1

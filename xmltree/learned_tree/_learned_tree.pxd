@@ -15,9 +15,9 @@
 # features weighted by their values (counts); an example without features
 # has h = 0. Empty slots are masked out of every node softmax.
 
-from ._random cimport rng_state
-from ._sparse cimport CSRView
-from ._types cimport float32_t, float64_t, index_t, offset_t
+from .._kernels._random cimport rng_state
+from .._kernels._sparse cimport CSRView
+from .._kernels._types cimport float32_t, float64_t, index_t, offset_t
 
 
 cdef struct Model:

@@ -16,8 +16,8 @@ from libcpp.vector cimport vector
 import numpy as np
 import scipy.sparse as sp
 
-from ._sparse cimport CSRView, csr_view
-from ._types cimport float32_t, index_t, offset_t
+from .._kernels._sparse cimport CSRView, csr_view
+from .._kernels._types cimport float32_t, index_t, offset_t
 
 __all__ = ["keep_strongest"]
 

@@ -2,14 +2,14 @@
 
 :class:`LOMTree` grows a binary tree online, one example at a time. Each
 internal node trains a linear regressor (the shared SGD / NAG updates of
-:mod:`xmltree._optim`, by default with the hinge-type margin steps of Vowpal
+:mod:`xmltree._kernels._optim`, by default with the hinge-type margin steps of Vowpal
 Wabbit's ``--log_multi``) to send an example left when the node's mean score
 exceeds that of the example's class, which pushes towards splits that are
 both balanced and pure. Leaves predict the most frequent class that reached
 them. When the budget of internal nodes is spent, rarely used subtrees are
 recycled by the *swap* procedure, controlled by the swap resistance.
 
-The compiled kernels live in :mod:`xmltree._lomtree`; this module validates
+The compiled kernels live in :mod:`xmltree.lomtree._lomtree`; this module validates
 parameters and data, encodes class labels and handles model files.
 """
 
@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from ._base import (
+from .._base import (
     MAX_EPOCHS,
     MAX_LEARNING_RATE,
     MAX_NODES,
@@ -34,6 +34,8 @@ from ._base import (
     n_threads,
     warn_renamed,
 )
+from .._validation import check_features
+from ..exceptions import DataFormatError, ModelFormatError, NotFittedError
 from ._lomtree import (
     LOSSES,
     NODE_FIELDS,
@@ -43,8 +45,6 @@ from ._lomtree import (
     LOMTreeBuilder,
     builder_from_state,
 )
-from ._validation import check_features
-from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 
 __all__ = ["LOMTree", "to_multiclass"]
 
@@ -466,7 +466,7 @@ def to_multiclass(Y, *, rule: str = "single", label_counts=None):
     DataFormatError
         With ``"single"``, on the first row without exactly one label.
     """
-    from ._validation import check_labels
+    from .._validation import check_labels
 
     Y = check_labels(Y)
     sizes = np.diff(Y.indptr)

@@ -36,8 +36,8 @@ from libcpp.algorithm cimport partial_sort, sort
 from libcpp.pair cimport pair
 from libcpp.vector cimport vector
 
-from ._openmp cimport omp_get_max_threads
-from ._types cimport float32_t, float64_t, index_t, offset_t
+from .._kernels._openmp cimport omp_get_max_threads
+from .._kernels._types cimport float32_t, float64_t, index_t, offset_t
 
 # (negated key, label): std::sort on these pairs orders by decreasing key and
 # then by increasing label id, which is the documented tie rule.

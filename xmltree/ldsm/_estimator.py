@@ -1,7 +1,7 @@
 """The LdSM estimator: an ensemble of logarithmic-depth multi-leaf trees.
 
 LdSM (Majzoubi & Choromanska, AISTATS 2020) grows M-ary trees whose nodes
-hold one linear regressor per child. Training (``xmltree._ldsm.build_tree``)
+hold one linear regressor per child. Training (``xmltree.ldsm._builder.build_tree``)
 pushes each node's regressors to split the labels of the node into balanced,
 pure children; at prediction an example may descend to several children, and
 its histogram scores are the average (or, as an option, the sum) of the label
@@ -10,7 +10,7 @@ ensemble.
 
 Beyond the paper, and by default: features are scaled at ``fit`` (tf-idf for
 counts, unit rows otherwise; ``xmltree._scaling``), and *linear leaves*
-(``xmltree._linear_leaves``) re-score an example's best histogram labels
+(``xmltree.ldsm._linear_leaves``) re-score an example's best histogram labels
 with per-label linear classifiers trained on the labels' tree neighbourhoods,
 blended with the histograms. ``LdSM(leaf_model="histogram",
 leaf_scores="distribution", feature_scaling=None, epochs=20)`` is the paper's
@@ -18,7 +18,7 @@ LdSM.
 
 This module is the thin Python layer: hyper-parameter and input validation,
 seeding, parallel training with joblib threads (the compiled builder releases
-the GIL), and safe persistence. Prediction runs in :class:`xmltree._tree.Forest`.
+the GIL), and safe persistence. Prediction runs in :class:`xmltree.ldsm._forest.Forest`.
 """
 
 from __future__ import annotations
@@ -31,17 +31,7 @@ import joblib
 import numpy as np
 import scipy.sparse as sp
 
-from ._auto_settings import (
-    auto_node_budget,
-    auto_weight_floor,
-    resolve_descent_threshold,
-    resolve_epochs,
-    resolve_histogram_weight,
-    resolve_max_leaf_labels,
-    resolve_max_row_features,
-    resolve_max_wide_branches,
-)
-from ._base import (
+from .._base import (
     MAX_EPOCHS,
     MAX_INDEX,
     MAX_LEARNING_RATE,
@@ -56,8 +46,30 @@ from ._base import (
     n_threads,
     warn_renamed,
 )
-from ._fit_progress import PhaseClock, TreeProgress
-from ._flat_tree import LEAF_AGGREGATIONS, LEAF_SCORES, MAX_ARITY, ROUTING_THRESHOLDS, TREE_ARRAYS
+from .._fit_progress import PhaseClock, TreeProgress
+from .._scaling import FEATURE_SCALINGS, FeatureScaler
+from .._streaming import predict_xc_file
+from .._validation import check_features, check_labels, take_rows
+from ..exceptions import DataFormatError, ModelFormatError, NotFittedError
+from ..rerank._estimator import STATE_PREFIX as RERANK_PREFIX
+from ..rerank._estimator import (
+    Reranker,
+    make_reranker,
+    rerank_top_k,
+    same_reranker,
+    upgrade_reranker_state,
+)
+from ._auto_settings import (
+    auto_node_budget,
+    auto_weight_floor,
+    resolve_descent_threshold,
+    resolve_epochs,
+    resolve_histogram_weight,
+    resolve_max_leaf_labels,
+    resolve_max_row_features,
+    resolve_max_wide_branches,
+)
+from ._forest import Forest
 from ._linear_leaves import (
     LEAF_MODELS,
     LINEAR_LEAF_ARRAYS,
@@ -65,14 +77,14 @@ from ._linear_leaves import (
     check_linear_leaves,
     fit_linear_leaves,
 )
-from ._scaling import FEATURE_SCALINGS, FeatureScaler
-from ._streaming import predict_xc_file
 from ._strongest import keep_strongest
-from ._tree import Forest
-from ._validation import check_features, check_labels, take_rows
-from .exceptions import DataFormatError, ModelFormatError, NotFittedError
-from .rerank import STATE_PREFIX as RERANK_PREFIX
-from .rerank import Reranker, make_reranker, rerank_top_k, same_reranker, upgrade_reranker_state
+from ._tree_arrays import (
+    LEAF_AGGREGATIONS,
+    LEAF_SCORES,
+    MAX_ARITY,
+    ROUTING_THRESHOLDS,
+    TREE_ARRAYS,
+)
 
 __all__ = ["LdSM", "NotFittedError", "merge"]
 
@@ -288,7 +300,7 @@ class LdSM(TopKEstimator):
         Number of labels seen by :meth:`fit`.
     trees_ : list of dict
         One flat tree per member, as read-only NumPy arrays (see
-        ``xmltree._flat_tree.TREE_ARRAYS``).
+        ``xmltree.ldsm._tree_arrays.TREE_ARRAYS``).
     n_nodes_, n_leaves_, depth_ : numpy.ndarray of int, shape (n_trees,)
         Size, leaf count and maximum depth of each tree.
     max_row_features_ : int or None
@@ -1063,7 +1075,7 @@ def _build_trees(X: sp.csr_matrix, Y: sp.csr_matrix, params: dict,
     fetch them once, whatever the number of trees.
     """
     # Imported here so that prediction works with a build lacking the trainer.
-    from ._ldsm import build_tree
+    from ._builder import build_tree
 
     settings = {name: params[name] for name in (
         "arity", "max_nodes", "epochs", "lambda1", "lambda2", "optimizer",

@@ -4,11 +4,11 @@
 # Label l has a sparse weight vector (CSR row l of indptr / indices / values,
 # sorted feature ids) and a bias: its margin for an example x is
 # z = bias[l] + sum_j w_lj * x_j. Invariants, checked in Python before any
-# kernel reads a stored model (xmltree._flat_tree.check_label_models):
+# kernel reads a stored model (xmltree.ldsm._tree_arrays.check_label_models):
 # indptr has n_labels + 1 non-decreasing entries from 0 to len(indices), every
 # feature id is < n_features and sorted within its row, all values are finite.
 
-from ._types cimport float32_t, float64_t, index_t, offset_t
+from .._kernels._types cimport float32_t, float64_t, index_t, offset_t
 
 
 cdef struct LabelModelView:

@@ -2,7 +2,7 @@
 # and the kernels that predict with it.
 
 from ._forest_arrays cimport ForestArrays
-from ._types cimport float64_t, index_t
+from .._kernels._types cimport float64_t, index_t
 
 
 cdef class Forest:

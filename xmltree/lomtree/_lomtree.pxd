@@ -10,8 +10,8 @@
 from libc.stdint cimport int32_t, int64_t
 from libcpp.vector cimport vector
 
-from ._optim cimport OptimizerKind, RegressorGroup
-from ._types cimport float32_t, float64_t, index_t
+from .._kernels._optim cimport OptimizerKind, RegressorGroup
+from .._kernels._types cimport float32_t, float64_t, index_t
 
 
 cdef enum LossKind:
