@@ -202,18 +202,25 @@ def test_reranking_a_text_learner_is_refused_saying_why(tmp_path, capsys):
     assert "labels are names, and the re-ranker scores label ids" in capsys.readouterr().err
 
 
-def test_ldsm_files_with_an_embedded_reranker_still_rerank(tmp_path, split_files):
+def test_older_ldsm_files_with_an_embedded_reranker_still_rerank(tmp_path, split_files):
+    from test_ldsm import version_3_state
+    from test_persistence import rewrite_meta
+
     import xmltree
+    from xmltree._persistence import save_model
+    from xmltree.rerank import Reranker
 
     train, test = split_files
     X, Y = read_xc(train)
-    model = xmltree.LdSM(n_trees=2, max_nodes=15, epochs=2, rerank=True, random_state=0)
-    model.fit(X, Y).save(tmp_path / "ldsm.npz")
+    model = xmltree.LdSM(n_trees=2, max_nodes=15, epochs=2, random_state=0).fit(X, Y)
+    stage = Reranked(model, Reranker()).fit(X, Y)
+    save_model(tmp_path / "ldsm.npz", "ldsm", *version_3_state(model, stage.reranker_))
+    rewrite_meta(tmp_path / "ldsm.npz", format_version=3)
     output = tmp_path / "pred.txt"
     assert main(["-q", "predict", str(test), "--model", str(tmp_path / "ldsm.npz"),
                  "--output", str(output), "--rerank"]) == 0
     X_test, _ = read_xc(test, n_features=X.shape[1])
-    assert output.read_text() == prediction_file(*model.predict(X_test, 5, rerank=True),
+    assert output.read_text() == prediction_file(*stage.predict_top_k(X_test, 5),
                                                  model.n_labels_)
 
 

@@ -114,33 +114,6 @@ def test_merge_refuses_other_shapes_duplicates_and_bad_input(rng):
         merge([a, LdSM()])
 
 
-@needs_build_tree
-def test_merge_keeps_an_identical_reranker_and_refuses_a_different_one(problem):
-    X, labels = problem
-    head = LdSM(n_trees=1, random_state=0, rerank=True, **FAST).fit(X, labels)
-    tail = LdSM(n_trees=1, random_state=0, first_tree=1, rerank=True, **FAST).fit(X, labels)
-    merged = merge([head, tail])
-    whole = LdSM(n_trees=2, random_state=0, rerank=True, **FAST).fit(X, labels)
-    for got, expected in zip(merged.predict(X, k=3, rerank=True),
-                             whole.predict(X, k=3, rerank=True)):
-        np.testing.assert_array_equal(got, expected)
-    assert merged.reranker_ is not head.reranker_
-    other = LdSM(n_trees=1, random_state=0, first_tree=1, rerank=True, **FAST).fit(
-        X[:100], labels[:100])
-    with pytest.raises(ValueError, match="re-ranker of model 1 differs"):
-        merge([head, other])
-    # The same re-ranker asked for in two ways merges; other settings do not.
-    same = LdSM(n_trees=1, random_state=0, first_tree=1, rerank={}, **FAST).fit(X, labels)
-    assert merge([head, same]).n_trees == 2
-    tuned = LdSM(n_trees=1, random_state=0, first_tree=1, rerank={"alpha": 0.3},
-                 **FAST).fit(X, labels)
-    with pytest.raises(ValueError, match="re-ranker of model 1 differs"):
-        merge([head, tuned])
-    plain = LdSM(n_trees=1, random_state=0, first_tree=1, **FAST).fit(X, labels)
-    with pytest.raises(ValueError, match="has_reranker=False"):
-        merge([head, plain])
-
-
 def test_first_tree_is_validated():
     with pytest.raises(ValueError, match=r"first_tree must be an integer in \[0, 100000\]"):
         LdSM(first_tree=-1).fit(np.ones((2, 2)), [[0], [1]])
@@ -216,14 +189,13 @@ def test_dask_cluster_predicts_a_file_chunk_by_chunk(rng, tmp_path, xc_file, das
 
 def test_fitted_ldsm_pickles_to_an_identical_model(problem):
     X, labels = problem
-    model = LdSM(n_trees=2, random_state=1, rerank=True, **FAST).fit(X, labels)
+    model = LdSM(n_trees=2, random_state=1, **FAST).fit(X, labels)
     copy = pickle.loads(pickle.dumps(model))
     assert copy.get_params() == model.get_params()
+    assert copy.resolved_params_ == model.resolved_params_
     assert_same_trees(copy.trees_, model.trees_)
-    for rerank in (False, True):
-        for got, expected in zip(copy.predict(X, k=3, rerank=rerank),
-                                 model.predict(X, k=3, rerank=rerank)):
-            np.testing.assert_array_equal(got, expected)
+    for got, expected in zip(copy.predict(X, k=3), model.predict(X, k=3)):
+        np.testing.assert_array_equal(got, expected)
     # Its size counts the arrays, so that joblib's Dask backend scatters it.
     n_bytes = sum(a.nbytes for tree in model.trees_ for a in tree.values())
     assert sys.getsizeof(model) > n_bytes > sys.getsizeof(LdSM())

@@ -101,8 +101,8 @@ def test_files_from_before_an_option_load_as_they_were(rng, tmp_path, name, fore
     with np.load(path) as archive:
         params = json.loads(archive["__meta__"].tobytes())["params"]
     del params["hyper_parameters"][name]
-    del params["max_row_features"]  # the resolved setting, saved since the option exists
-    rewrite_meta(path, params=params)
+    del params["resolved"], params["leaves"]  # a format 3 file's parameters
+    rewrite_meta(path, params=params, format_version=3)
     loaded = LdSM.load(path)
     assert getattr(loaded, name) is None
     assert loaded.max_row_features_ is None and loaded._forest.max_row_features == 0
@@ -141,11 +141,11 @@ def test_fitted_blend_uses_the_resolved_histogram_weight(n_labels, params, expec
 
 
 def test_auto_leaf_labels_are_cut_for_linear_leaves_under_the_training_rule():
-    assert resolve_max_leaf_labels("auto", "linear", 0.5, 0.5) == MAX_LEAF_LABELS
-    assert resolve_max_leaf_labels("auto", "linear", 0.05, 0.5) is None
-    assert resolve_max_leaf_labels("auto", "histogram", 0.5, 0.5) is None
-    assert resolve_max_leaf_labels(7, "histogram", 0.05, 0.5) == 7
-    assert resolve_max_leaf_labels(None, "linear", 0.5, 0.5) is None
+    assert resolve_max_leaf_labels("auto", True, 0.5, 0.5) == MAX_LEAF_LABELS
+    assert resolve_max_leaf_labels("auto", True, 0.05, 0.5) is None
+    assert resolve_max_leaf_labels("auto", False, 0.5, 0.5) is None
+    assert resolve_max_leaf_labels(7, False, 0.05, 0.5) == 7
+    assert resolve_max_leaf_labels(None, True, 0.5, 0.5) is None
 
 
 @pytest.mark.parametrize("n_labels, params, most", [

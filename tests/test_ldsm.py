@@ -34,7 +34,7 @@ from xmltree.ldsm._auto_settings import (
     resolve_max_row_features,
 )
 from xmltree.ldsm._strongest import keep_strongest
-from xmltree.rerank import Reranker
+from xmltree.rerank import Reranked, Reranker
 
 try:
     from xmltree.ldsm._builder import build_tree  # noqa: F401
@@ -119,7 +119,7 @@ def test_fit_warns_when_lemma_2_does_not_hold(arity, lambda1, lambda2, warns):
 def test_get_set_params_and_repr():
     model = LdSM(n_trees=5, routing="sigmoid")
     params = model.get_params()
-    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 28
+    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 27
     assert model.set_params(arity=3, verbose=True) is model
     assert model.arity == 3
     assert repr(model) == "LdSM(n_trees=5, arity=3, routing='sigmoid', verbose=True)"
@@ -261,7 +261,23 @@ def _unknown_hyper_parameter(params, arrays):
 
 
 def _bad_row_features(params, arrays):
-    params["max_row_features"] = 0
+    params["resolved"]["max_row_features"] = 0
+
+
+def _unresolved_descent(params, arrays):
+    params["resolved"]["descent_threshold"] = "auto"
+
+
+def _missing_resolved(params, arrays):
+    del params["resolved"]
+
+
+def _linear_leaves_without_classifiers(params, arrays):
+    params["resolved"]["leaf_model"] = "linear"
+
+
+def _unknown_leaf_model(params, arrays):
+    params["resolved"]["leaf_model"] = "forest"
 
 
 def _bad_n_features(params, arrays):
@@ -285,6 +301,8 @@ def _frequency_above_one(params, arrays):
     _bad_weight_index, _bad_label, _negative_child, _float64_weights, _missing_array,
     _extra_array, _bad_hyper_parameter, _unknown_hyper_parameter, _bad_n_features,
     _fewer_features, _missing_params, _frequency_above_one, _bad_row_features,
+    _unresolved_descent, _missing_resolved, _linear_leaves_without_classifiers,
+    _unknown_leaf_model,
 ])
 def test_tampered_model_contents_are_refused(rng, tmp_path, tamper):
     params, arrays = _state(rng)
@@ -295,60 +313,77 @@ def test_tampered_model_contents_are_refused(rng, tmp_path, tamper):
         LdSM.load(path)
 
 
-def test_version_1_files_load_or_are_refused_saying_what_to_do(rng, tmp_path):
+def version_3_state(model, reranker=None):
+    """What an LdSM of format version 3 stored: settings as given, the routing
+    features at the top, and a re-ranker of ``LdSM(rerank=...)`` inside."""
+    params, arrays = model._get_state()
+    resolved = params.pop("resolved")
+    params.pop("leaves")
+    params["max_row_features"] = resolved["max_row_features"]
+    if reranker is not None:
+        params["hyper_parameters"]["rerank"] = True
+        params["reranker"], reranker_arrays = reranker._get_state()
+        arrays = {**arrays, **reranker_arrays}
+    return params, arrays
+
+
+def assert_same_predictions(a, b, X, k=4):
+    for x, y in zip(a.predict_top_k(X, k), b.predict_top_k(X, k)):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_older_files_with_a_reranker_load_as_a_reranked_stage(rng, tmp_path):
     from test_rerank import first_layout, second_layout, write_version_1
 
     model, _ = model_from_random_trees(rng)
     X = random_features(rng, 50, N_FEATURES)
     Y = sp.csr_matrix(rng.random((50, N_LABELS)) < 0.2, dtype=np.float32)
-    model.reranker_ = Reranker(propensity_exponent=1.0).fit(X, Y, n_labels=N_LABELS)
-    params, arrays = model._get_state()
-    params["reranker"] = second_layout(params["reranker"])
-    trees = {name: array for name, array in arrays.items() if name.startswith("tree")}
-    plain_params = {name: value for name, value in params.items() if name != "reranker"}
+    reranker = Reranker(propensity_exponent=1.0).fit(X, Y, n_labels=N_LABELS)
+    stage = Reranked(model, reranker)
+    stage.reranker_ = reranker
+    params, arrays = version_3_state(model, reranker)
     path = tmp_path / "model.npz"
-    # Without a re-ranker, and with the re-ranker's current layout, version 1
-    # files hold what version 2 files hold: they load and predict the same.
-    for stored_params, stored_arrays, rerank in [(plain_params, trees, False),
-                                                 (params, arrays, True)]:
-        write_version_1(path, "ldsm", stored_params, stored_arrays)
-        loaded = xmltree.load(path)
-        assert (loaded.reranker_ is not None) == rerank
-        for a, b in zip(model.predict(X, k=4, rerank=rerank),
-                        loaded.predict(X, k=4, rerank=rerank)):
-            np.testing.assert_array_equal(a, b)
-    # A re-ranker of the first layout cannot be rebuilt: refused, with remedies.
-    old_reranker, old_arrays = first_layout(params["reranker"], arrays)
-    write_version_1(path, "ldsm", {**params, "reranker": old_reranker}, {**trees, **old_arrays})
+    save_model(path, "ldsm", params, arrays)
+    rewrite_meta(path, format_version=3)
     for load in (xmltree.load, LdSM.load):
-        with pytest.raises(ModelFormatError, match=r"format version 1\).*train the model again"
-                           ".*model.reranker_ = None"):
+        loaded = load(path)
+        assert isinstance(loaded, Reranked) and isinstance(loaded.estimator, LdSM)
+        assert_same_predictions(stage, loaded, X)
+    # Version 1: without a re-ranker, or with the re-ranker's later layout,
+    # they hold what later files hold.
+    plain_params, plain_arrays = version_3_state(model)
+    write_version_1(path, "ldsm", plain_params, plain_arrays)
+    assert_same_predictions(model, xmltree.load(path), X)
+    write_version_1(path, "ldsm", {**params, "reranker": second_layout(params["reranker"])},
+                    arrays)
+    assert_same_predictions(stage, xmltree.load(path), X)
+    # A re-ranker of the first layout cannot be rebuilt: refused, with a remedy.
+    old_reranker, old_arrays = first_layout(params["reranker"], arrays)
+    write_version_1(path, "ldsm", {**params, "reranker": old_reranker},
+                    {**plain_arrays, **old_arrays})
+    for load in (xmltree.load, LdSM.load):
+        with pytest.raises(ModelFormatError, match=r"format version 1\).*train the model again"):
             load(path)
 
 
-def test_linear_tail_scorers_round_trip_and_older_files_lack_logistic_penalty(rng, tmp_path):
+def test_format_2_files_from_before_the_logistic_scorer_load(rng, tmp_path):
     from test_rerank import before_logistic
 
     model, _ = model_from_random_trees(rng)
     X = random_features(rng, 50, N_FEATURES)
     Y = sp.csr_matrix(rng.random((50, N_LABELS)) < 0.2, dtype=np.float32)
-    path = tmp_path / "model.npz"
-    for tail_scorer in ("logistic", "ridge"):
-        model.reranker_ = Reranker(tail_scorer=tail_scorer, logistic_penalty=0.3,
-                                   propensity_exponent=1.5).fit(X, Y, n_labels=N_LABELS)
-        model.save(path)
-        loaded = xmltree.load(path)
-        assert loaded.reranker_.get_params() == model.reranker_.get_params()
-        for a, b in zip(model.predict(X, k=4, rerank=True), loaded.predict(X, k=4, rerank=True)):
-            np.testing.assert_array_equal(a, b)
-    # A format-2 file written before the logistic scorer existed (ridge, here).
-    params, arrays = model._get_state()
+    reranker = Reranker(tail_scorer="ridge", propensity_exponent=1.5).fit(X, Y,
+                                                                          n_labels=N_LABELS)
+    params, arrays = version_3_state(model, reranker)
     params["reranker"] = before_logistic(params["reranker"])
+    path = tmp_path / "model.npz"
     save_model(path, "ldsm", params, arrays)
+    rewrite_meta(path, format_version=2)
     loaded = LdSM.load(path)
     assert loaded.reranker_.logistic_penalty == Reranker().logistic_penalty
-    for a, b in zip(model.predict(X, k=4, rerank=True), loaded.predict(X, k=4, rerank=True)):
-        np.testing.assert_array_equal(a, b)
+    stage = Reranked(model, reranker)
+    stage.reranker_ = reranker
+    assert_same_predictions(stage, loaded, X)
 
 
 def test_damaged_model_files_are_refused(rng, tmp_path):
@@ -436,8 +471,10 @@ def test_files_without_leaf_settings_load_as_averaged_distributions(rng, tmp_pat
     params, arrays = _state(rng)
     del params["hyper_parameters"]["leaf_scores"]
     del params["hyper_parameters"]["leaf_aggregation"]
+    del params["resolved"], params["leaves"]
     path = tmp_path / "older.npz"
     save_model(path, LdSM._KIND, params, arrays)
+    rewrite_meta(path, format_version=3)
     loaded = LdSM.load(path)
     assert loaded.leaf_scores == "distribution" and loaded.leaf_aggregation == "mean"
 
@@ -445,6 +482,7 @@ def test_files_without_leaf_settings_load_as_averaged_distributions(rng, tmp_pat
 def test_summed_leaves_are_saved_and_change_only_the_scores(rng, tmp_path):
     model, _ = model_from_random_trees(rng, n_trees=3, arity=3)
     X = random_features(rng, 60, model.n_features_in_)
+    # merge rebuilds the forest with the prediction settings of set_params.
     summed = merge([model.set_params(leaf_aggregation="sum")])
     counts = summed.leaves_reached(X)
     np.testing.assert_array_equal(counts, model.leaves_reached(X))
@@ -703,89 +741,16 @@ def test_fitted_nodes_train_the_resolved_epochs(rng, tmp_path, n_features, wide,
     assert LdSM.load(tmp_path / "model.xmt").epochs == settings["epochs"]
 
 
-@needs_build_tree
-def test_rerank_settings_reach_the_reranker_and_survive_params_and_save_load(rng, tmp_path):
-    X, labels, _ = clustered_problem(rng, 300)
-    X_test, _, _ = clustered_problem(np.random.default_rng(1), 60)
-    settings = {"alpha": 0.3, "gamma": np.float64(5.0), "n_candidates": 8,
-                "unit_centroids": False, "propensity_exponent": 1.0}
-    model = LdSM(**FAST, random_state=0, rerank=settings).fit(X, labels)
-    assert model.get_params()["rerank"] is settings
-    # Same as fitting a Reranker by hand on the training data and re-ranking
-    # the model's own candidates.
-    expected = Reranker(**settings).fit(X, labels)
-    assert model.reranker_.get_params() == expected.get_params()
-    candidates, scores = model.predict(X_test, k=8)
-    for a, b in zip(model.predict(X_test, k=3, rerank=True),
-                    expected.rerank_predictions(X_test, candidates, scores, k=3)):
-        np.testing.assert_allclose(a, b, rtol=1e-6)
-    path = tmp_path / "model.npz"
-    model.save(path)
-    loaded = LdSM.load(path)
-    assert loaded.get_params()["rerank"] == {**settings, "gamma": 5.0}
-    assert loaded.reranker_.get_params() == expected.get_params()
-    for a, b in zip(model.predict(X_test, k=3, rerank=True),
-                    loaded.predict(X_test, k=3, rerank=True)):
-        np.testing.assert_array_equal(a, b)
-    # set_params replaces the settings; the next fit uses them.
-    model.set_params(rerank={"method": "linear", "beta": 0.5})
-    model.fit(X, labels)
-    assert (model.reranker_.method, model.reranker_.beta) == ("linear", 0.5)
-    assert model.reranker_.alpha == Reranker().alpha
-    assert LdSM(**FAST, rerank=False).fit(X, labels).reranker_ is None
-
-
-@needs_build_tree
-@pytest.mark.parametrize("rerank,message", [
-    ({"alhpa": 0.3}, "unknown re-ranker parameter 'alhpa'"),
-    ({"alpha": 2.0}, "rerank: alpha must be in"),
-    ({"n_candidates": 2.5}, "rerank: n_candidates must be an integer in \\[1, 2147483647\\]"),
-    ({"method": "harmonic"}, "rerank: method must be one of"),
-    ("yes", "rerank must be True, False or a dict"),
-    (1, "rerank must be True, False or a dict"),
-    ([("alpha", 0.3)], "rerank must be True, False or a dict"),
-])
-def test_bad_rerank_settings_fail_at_fit_naming_the_key(rng, rerank, message):
-    X, labels, _ = clustered_problem(rng, 50)
-    model = LdSM(**FAST, rerank=rerank)  # scikit-learn style: stored, checked at fit
-    with pytest.raises(ValueError, match=message):
-        model.fit(X, labels)
-    assert not hasattr(model, "trees_")
-
-
-@needs_build_tree
-def test_reranked_predictions_come_from_the_candidates_and_survive_save_load(rng, tmp_path):
-    X, labels, _ = clustered_problem(rng, 300)
-    X_test, _, _ = clustered_problem(np.random.default_rng(1), 60)
-    plain = LdSM(**FAST, random_state=0).fit(X, labels)
-    with pytest.raises(ValueError, match="no re-ranker"):
-        plain.predict(X_test, rerank=True)
-    model = LdSM(**FAST, random_state=0, rerank=True).fit(X, labels)
-    # The re-ranker does not change the trees, only the order of candidates.
-    np.testing.assert_array_equal(model.predict(X_test, k=3)[0], plain.predict(X_test, k=3)[0])
-    labels_rr, scores_rr = model.predict(X_test, k=3, rerank=True)
-    candidates, _ = model.predict(X_test, k=model.reranker_.n_candidates)
-    for row, chosen in zip(candidates, labels_rr):
-        assert set(chosen[chosen >= 0]) <= set(row[row >= 0])
-    assert scores_rr.dtype == np.float32 and np.all(np.diff(scores_rr, axis=1) <= 0)
-    path = tmp_path / "model.npz"
-    model.save(path)
-    loaded = xmltree.load(path)
-    for a, b in zip(model.predict(X_test, k=3, rerank=True),
-                    loaded.predict(X_test, k=3, rerank=True)):
-        np.testing.assert_array_equal(a, b)
-
-
 def test_a_diverging_fit_is_refused_naming_the_step(monkeypatch):
-    from xmltree.ldsm import _estimator as ldsm
+    from xmltree.ldsm import _training
 
-    real_build = ldsm._build_trees
+    real_build = _training.build_trees
 
     def diverged(*args):
         trees = real_build(*args)
         trees[0]["bias"][...] = np.inf
         return trees
-    monkeypatch.setattr(ldsm, "_build_trees", diverged)
+    monkeypatch.setattr(_training, "build_trees", diverged)
     X, labels, _ = clustered_problem(np.random.default_rng(0), 60)
     with pytest.raises(ValueError, match="learning_rate"):
         LdSM(**FAST).fit(X, labels)
@@ -793,6 +758,76 @@ def test_a_diverging_fit_is_refused_naming_the_step(monkeypatch):
 
 def test_fit_reports_the_seconds_of_its_phases():
     X, labels, _ = clustered_problem(np.random.default_rng(1), 80)
-    model = LdSM(n_trees=2, max_nodes=7, epochs=1, rerank=True, random_state=0).fit(X, labels)
-    assert list(model.fit_seconds_) == ["scaling", "trees", "linear_leaves", "reranker"]
+    model = LdSM(n_trees=2, max_nodes=7, epochs=1, random_state=0).fit(X, labels)
+    assert list(model.fit_seconds_) == ["scaling", "trees", "linear_leaves"]
     assert all(seconds >= 0 for seconds in model.fit_seconds_.values())
+
+
+def test_a_refit_while_predicting_never_mixes_two_models():
+    # Issue #32: predict checked X against the old model, then the kernel read
+    # the forest a concurrent refit had installed (fewer features): SIGSEGV.
+    import threading
+
+    X, labels, _ = clustered_problem(np.random.default_rng(0), 120)
+    narrow = check_features(X)[:, :5]
+    model = LdSM(**FAST, random_state=0).fit(X, labels)
+    expected = model.predict(X, k=3)
+    stop, outcomes, errors = threading.Event(), [], []
+
+    def predict_in_a_loop():
+        while not stop.is_set():
+            try:
+                labels_, scores = model.predict(X, k=3)
+            except DataFormatError:  # the narrow model refuses the wide rows
+                outcomes.append("refused")
+                continue
+            except Exception as error:  # noqa: BLE001 - reported below
+                errors.append(error)
+                return
+            same = np.array_equal(labels_, expected[0]) and np.array_equal(scores, expected[1])
+            outcomes.append("old" if same else "mixed")
+
+    threads = [threading.Thread(target=predict_in_a_loop) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for round_ in range(6):
+        model.fit(narrow if round_ % 2 == 0 else X, labels)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    assert not errors and "mixed" not in outcomes and outcomes
+
+
+def test_set_params_after_fit_changes_nothing_until_the_next_fit(tmp_path):
+    # Issue #32: the saved file took the new setting, the memory did not.
+    X, labels, _ = clustered_problem(np.random.default_rng(0), 120)
+    model = LdSM(**FAST, random_state=0).fit(X, labels)
+    expected = model.predict(X, k=3)
+    resolved = model.resolved_params_
+    model.set_params(leaf_model="histogram", arity=3, leaf_scores="distribution",
+                     descent_threshold=0.01, histogram_weight=1.0, n_candidates=2,
+                     leaf_aggregation="sum", routing="sigmoid")
+    assert model.resolved_params_ == resolved
+    model.save(tmp_path / "model.npz")
+    loaded = LdSM.load(tmp_path / "model.npz")
+    assert loaded.get_params() == model.get_params() and loaded.resolved_params_ == resolved
+    for copy in (model, loaded):
+        for got, want in zip(copy.predict(X, k=3), expected):
+            np.testing.assert_array_equal(got, want)
+    model.set_params(n_trees=0)
+    with pytest.raises(ValueError, match="n_trees"):
+        model.save(tmp_path / "other.npz")
+
+
+def test_candidates_are_bounded_by_the_labels_and_tiny_c_is_refused():
+    # Issue #32: n_candidates up to 2**31 - 1 allocated rows x n_candidates at fit.
+    X, labels, _ = clustered_problem(np.random.default_rng(0), 80)
+    linear = {**FAST, "leaf_model": "linear"}
+    model = LdSM(**linear, n_candidates=2**31 - 1, random_state=0).fit(X, labels)
+    assert model.resolved_params_["n_candidates"] == model.n_labels_
+    small = LdSM(**linear, n_candidates=model.n_labels_, random_state=0).fit(X, labels)
+    for got, want in zip(model.predict(X, k=3), small.predict(X, k=3)):
+        np.testing.assert_array_equal(got, want)
+    # A subnormal C makes the classifiers' 1 / (2C) infinite: refused, naming C.
+    with pytest.raises(ValueError, match="C=5e-324"):
+        LdSM(**linear, C=5e-324).fit(X, labels)

@@ -267,8 +267,7 @@ def test_multilabel_rows_and_extra_classes(rng):
     labels, probabilities = model.predict_top_k(X, 6)
     assert labels.shape == (50, 6) and np.all(np.sort(labels, axis=1) == np.arange(6))
     np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-6)
-    with pytest.warns(FutureWarning, match="predict_top_k"):
-        indices, log_proba = model.predict_topk(X, 6)
+    indices, log_proba = model._top_k_indices(model._validate_X(X), 6)
     np.testing.assert_array_equal(indices, labels)
     np.testing.assert_array_equal(np.exp(log_proba), probabilities)
 

@@ -450,8 +450,6 @@ def test_partial_fit_and_predict_misuse():
         model.predict_top_k(X, 0)
     top, scores = model.predict_top_k(X, 5)  # capped at the 4 classes
     assert top.shape == scores.shape == (X.shape[0], 4)
-    with pytest.warns(FutureWarning, match="predict_top_k"):
-        np.testing.assert_array_equal(model.predict_topk(X, 4)[0], top[:, :4])
 
 
 def _tampered(tmp_path, change):

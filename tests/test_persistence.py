@@ -29,7 +29,7 @@ def test_round_trip_keeps_kind_params_and_arrays(tmp_path):
     save_model(path, "ldsm", {"arity": 2, "name": "x"}, _arrays())
     kind, version, params, arrays = load_model(path, kind="ldsm")
     assert kind == "ldsm" and params == {"arity": 2, "name": "x"}
-    assert version == FORMAT_VERSION == 3
+    assert version == FORMAT_VERSION == 4
     for name, expected in _arrays().items():
         assert arrays[name].dtype == expected.dtype
         assert np.array_equal(arrays[name], expected)
@@ -55,8 +55,8 @@ def test_wrong_kind_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("version,message", [
-    (FORMAT_VERSION + 1, "version 4 was written by a newer xmltree .* upgrade xmltree"),
-    (0, "version 0 is not supported .*reads versions 1 to 3.*train the model again"),
+    (FORMAT_VERSION + 1, "version 5 was written by a newer xmltree .* upgrade xmltree"),
+    (0, "version 0 is not supported .*reads versions 1 to 4.*train the model again"),
     ("2", "version '2' is not supported"),
     (True, "version True is not supported"),
     (None, "version None is not supported"),
@@ -245,6 +245,14 @@ def test_a_huge_tree_count_is_refused_at_once(tmp_path, problem):
         xmltree.load(path)
 
 
+def reranked_ldsm(X, Y):
+    """A small fitted LdSM, behind a re-ranker still to fit."""
+    from xmltree import LdSM
+    from xmltree.rerank import Reranked
+
+    return Reranked(LdSM(n_trees=1, max_nodes=7, epochs=1, n_jobs=1).fit(X, Y))
+
+
 def widen_reranker(params, arrays):
     """Give the stored re-ranker one more feature than the model (consistently)."""
     params["reranker"]["n_features"] += 1
@@ -255,11 +263,10 @@ def test_a_reranker_of_another_width_is_refused_at_load(tmp_path, problem):
     import xmltree
 
     X, Y = problem
-    path = saved(tmp_path, xmltree.LdSM(n_trees=1, max_nodes=7, epochs=1, rerank=True,
-                                        n_jobs=1), X, Y)
+    path = saved(tmp_path, reranked_ldsm(X, Y), X, Y)
     # It used to load, then blame the caller's X at predict.
     rewrite_state(path, widen_reranker)
-    with pytest.raises(ModelFormatError, match="re-ranker's label or feature count"):
+    with pytest.raises(ModelFormatError, match="re-ranker does not match"):
         xmltree.load(path)
 
 
@@ -276,7 +283,7 @@ def huge_n_candidates(params, arrays):
     ("ldsm", huge_n_jobs, "n_jobs must be"),
     ("lomtree", huge_n_jobs, "n_jobs must be"),
     ("learned_tree", huge_n_jobs, "n_jobs must be"),
-    ("ldsm", huge_n_candidates, "n_candidates must be"),
+    ("reranked", huge_n_candidates, "n_candidates must be"),
 ])
 def test_sizes_beyond_the_bounds_are_refused_at_load(tmp_path, problem, kind, change, words):
     import xmltree
@@ -284,7 +291,8 @@ def test_sizes_beyond_the_bounds_are_refused_at_load(tmp_path, problem, kind, ch
     X, Y = problem
     y = np.asarray(Y.argmax(axis=1)).ravel()
     model, target = {
-        "ldsm": (xmltree.LdSM(n_trees=1, max_nodes=7, epochs=1, rerank=True, n_jobs=1), Y),
+        "ldsm": (xmltree.LdSM(n_trees=1, max_nodes=7, epochs=1, n_jobs=1), Y),
+        "reranked": (reranked_ldsm(X, Y), Y),
         "lomtree": (xmltree.LOMTree(), y),
         "learned_tree": (xmltree.LearnedTree(dim=4, epochs=1), y),
     }[kind]
@@ -333,9 +341,8 @@ def test_a_reranker_confirms_the_feature_count_before_the_forest_allocates(tmp_p
     import xmltree
 
     X, Y = problem
-    path = saved(tmp_path, xmltree.LdSM(n_trees=1, max_nodes=7, epochs=1, rerank=True,
-                                        n_jobs=1), X, Y)
+    path = saved(tmp_path, reranked_ldsm(X, Y), X, Y)
     # The forest would allocate 12 bytes per claimed feature: 24 GiB.
-    rewrite_state(path, lambda params, arrays: params.update(n_features=2**31 - 1))
-    with pytest.raises(ModelFormatError, match="re-ranker's label or feature count"):
+    rewrite_state(path, lambda params, arrays: params["estimator"].update(n_features=2**31 - 1))
+    with pytest.raises(ModelFormatError, match="re-ranker does not match"):
         xmltree.load(path)

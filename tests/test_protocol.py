@@ -84,14 +84,10 @@ def test_unfitted_learners_refuse_to_predict():
             make().predict_top_k(X, 3)
 
 
-def test_renamed_public_names_still_work_with_a_warning(fitted):
-    model, X = fitted
-    if isinstance(model, LdSM):
-        with pytest.warns(FutureWarning, match="n_features_in_"):
-            assert model.n_features_ == model.n_features_in_
-    else:
-        with pytest.warns(FutureWarning, match="predict_top_k"):
-            model.predict_topk(X, 2)
+def test_renamed_public_names_are_gone(fitted):
+    # Nothing was released with them, so no deprecation cycle is owed.
+    model, _ = fitted
+    assert not hasattr(model, "n_features_") and not hasattr(model, "predict_topk")
 
 
 # ----------------------------------------------------------------------------- re-ranked
@@ -112,16 +108,6 @@ def test_every_learner_can_be_reranked_and_saved_as_one_model(fitted, tmp_path):
         assert isinstance(copy, Reranked) and type(copy.estimator) is type(model)
         for got, want in zip(copy.predict_top_k(X, 3), expected):
             np.testing.assert_array_equal(got, want)
-
-
-def test_ldsm_rerank_shim_predicts_what_the_stage_does():
-    X, Y, _ = problem()
-    shim = LdSM(n_trees=2, max_nodes=9, epochs=2, random_state=0, rerank={"alpha": 0.5})
-    shim.fit(X, Y)
-    stage = Reranked(LdSM(**{**shim.get_params(), "rerank": False}).fit(X, Y),
-                     Reranker(alpha=0.5)).fit(X, Y)
-    for got, want in zip(shim.predict(X, 3, rerank=True), stage.predict_top_k(X, 3)):
-        np.testing.assert_array_equal(got, want.astype(got.dtype))
 
 
 def test_a_stage_needs_a_fitted_learner_of_label_ids():

@@ -631,10 +631,8 @@ def test_a_huge_propensity_exponent_is_refused():
     # 1e6 was accepted, and every re-ranked score was infinite.
     with pytest.raises(ValueError, match=r"propensity_exponent must be in \[0.0, 10.0\]"):
         Reranker(propensity_exponent=1e6)
-    from xmltree import LdSM
-
     with pytest.raises(ValueError, match="rerank: propensity_exponent must be"):
-        LdSM(rerank={"propensity_exponent": 1e6}).fit(np.eye(3), [[0], [1], [2]])
+        make_reranker({"propensity_exponent": 1e6})
 
 
 @pytest.mark.parametrize("method", ["geometric", "linear"])
@@ -669,8 +667,9 @@ def test_k_and_the_candidates_are_capped_at_the_labels(rng):
     labels, scores = stage.predict_top_k(X, 2**40)
     assert labels.shape == scores.shape == (X.shape[0], Y.shape[1])
     assert np.all(labels[:, n_classes:] == -1)
-    model = LdSM(n_trees=1, max_nodes=5, epochs=1, rerank=True, n_jobs=1).fit(X, Y)
-    assert model.predict(X, k=2**40, rerank=True)[0].shape == (X.shape[0], 6)
+    model = LdSM(n_trees=1, max_nodes=5, epochs=1, n_jobs=1).fit(X, Y)
+    stage = Reranked(model, Reranker()).fit(X, Y)
+    assert stage.predict_top_k(X, k=2**40)[0].shape == (X.shape[0], 6)
 
 
 @pytest.mark.parametrize(("name", "value"), [("propensity_a", 2**31), ("propensity_a", -1.0),

@@ -60,7 +60,7 @@ def test_pipeline_with_a_transformer_fits_predicts_and_scores(data):
 
 def test_clone_copies_parameters_not_the_fit(data):
     X, Y = data
-    model = small_ldsm(rerank={"alpha": 0.5}).fit(X, Y)
+    model = small_ldsm(histogram_weight=0.5).fit(X, Y)
     copy = clone(model)
     assert copy.get_params() == model.get_params() and not copy.__sklearn_is_fitted__()
     assert model.__sklearn_is_fitted__()

@@ -217,15 +217,14 @@ def _problem():
     return X, Y
 
 
-@pytest.mark.parametrize("rerank", [False, True])
-def test_ldsm_checks_x_and_y_once_per_fit_and_x_once_per_predict(check_calls, rerank):
+def test_ldsm_checks_x_and_y_once_per_fit_and_x_once_per_predict(check_calls):
     from xmltree import LdSM
 
     X, Y = _problem()
-    model = LdSM(n_trees=3, max_nodes=7, epochs=2, rerank=rerank, random_state=0)
+    model = LdSM(n_trees=3, max_nodes=7, epochs=2, random_state=0)
     model.fit(X, Y)
     assert check_calls() == {"check_features": 1, "check_labels": 1}
-    model.predict(X, k=3, rerank=rerank)
+    model.predict(X, k=3)
     assert check_calls() == {"check_features": 1, "check_labels": 0}
     model.predict_scores(X)
     assert check_calls() == {"check_features": 1, "check_labels": 0}

@@ -42,6 +42,7 @@ import copy
 import functools
 import io
 import json
+import math
 import os
 import sys
 import tempfile
@@ -63,6 +64,7 @@ from xmltree import LdSM, LearnedTree, LOMTree  # noqa: E402
 from xmltree.cli import main as cli_main  # noqa: E402
 from xmltree.datasets import make_synthetic, write_xc  # noqa: E402
 from xmltree.exceptions import ModelFormatError  # noqa: E402
+from xmltree.ldsm._params import LDSM_PARAMS  # noqa: E402
 from xmltree.rerank import Reranked, Reranker  # noqa: E402
 
 #: Seconds one case may take: the models and data are tiny.
@@ -100,7 +102,7 @@ def fit_model(kind: str):
     if kind == "ldsm":
         return LdSM(**small).fit(X, Y)
     if kind == "ldsm_rerank":
-        return LdSM(**small, rerank={"n_candidates": 5}).fit(X, Y)
+        return Reranked(LdSM(**small).fit(X, Y), Reranker(n_candidates=5)).fit(X, Y)
     if kind == "reranked":
         learner = LOMTree(random_state=0).fit(X, y)
         return Reranked(learner, Reranker(n_candidates=4, tail_scorer="ridge")).fit(X, Y)
@@ -255,8 +257,6 @@ def probe(model, k: int) -> None:
     labels, scores = model.predict_top_k(samples, k)
     assert labels.shape == scores.shape and labels.shape[0] == len(TEXTS[:4]) + 2 \
         if isinstance(samples, list) else labels.shape[0] == 4
-    if isinstance(model, LdSM) and model.reranker_ is not None:
-        model.predict(samples, k, rerank=True)
 
 
 def check_model_file(surface: Surface, case, kind: str) -> None:
@@ -288,27 +288,6 @@ REAL = st.floats(1e-3, 1e3)
 
 #: Cheap valid values of each estimator's parameters (the defaults are valid too).
 VALID = {
-    LdSM: {
-        "n_trees": st.integers(1, 3), "arity": st.integers(2, 8),
-        "max_nodes": st.sampled_from([1, 2, 9, 40, 10**6]), "epochs": st.integers(1, 3),
-        "lambda1": st.floats(0, 10), "lambda2": st.floats(0, 10),
-        "optimizer": st.sampled_from(["nag", "sgd"]),
-        "learning_rate": st.sampled_from([1e-3, 0.1, 10.0, 1e6]),
-        "routing": st.sampled_from(["margin", "sigmoid"]),
-        "weight_threshold": st.sampled_from([None, 0.0, 0.05, 1.0]),
-        "leaf_scores": st.sampled_from(["distribution", "frequency"]),
-        "leaf_aggregation": st.sampled_from(["mean", "sum"]),
-        "max_weights_per_regressor": st.sampled_from([None, 1, 5, 10**9]),
-        "max_weights_per_example": st.sampled_from([None, 0.1, 4.0, 1e6]),
-        "rerank": st.one_of(st.booleans(), st.dictionaries(
-            st.sampled_from(["alpha", "gamma", "n_candidates", "propensity_exponent",
-                             "tail_scorer", "method"]),
-            st.one_of(st.sampled_from(HOSTILE_PARAMS), REAL,
-                      st.sampled_from(["ridge", "linear"])), max_size=2)),
-        "random_state": st.one_of(st.none(), st.integers(0, 2**32)),
-        "first_tree": st.sampled_from([0, 1, 100_000]),
-        "n_jobs": st.sampled_from([None, 1, 2, -1, 1000]),
-    },
     LOMTree: {
         "max_internal_nodes": st.sampled_from([None, 1, 3, 50, 10**5, 2**29]),
         "swap_resistance": st.sampled_from([0.0, 0.3, 1.0, 4.0, 1e6]),
@@ -341,6 +320,39 @@ VALID = {
         "propensity_b": REAL,
     },
 }
+
+
+def table_strategy(param):
+    """Valid values of a parameter declared in a table of ``xmltree._params``."""
+    words = st.sampled_from(list(param.words)) if param.words else st.nothing()
+    if param.kind == "int":
+        low = int(param.low)
+        high = min(int(param.high) if param.high != math.inf else 2**31 - 1, 2**31 - 1)
+        values = st.sampled_from(sorted({low, min(low + 1, high), min(low + 7, high), high}))
+    elif param.kind == "real":
+        low = param.low if param.low != -math.inf else -1e3
+        high = min(param.high, 1e6)
+        values = st.floats(low, high, exclude_min=param.strict, allow_nan=False)
+    elif param.kind == "choice":
+        values = st.sampled_from(list(param.choices))
+    elif param.kind == "seed":
+        values = st.one_of(st.none(), st.integers(0, 2**32))
+    elif param.kind == "n_jobs":
+        values = st.sampled_from([None, 1, 2, -1, 1000])
+    else:
+        values = st.booleans()
+    return st.one_of(words, values)
+
+
+#: LdSM's valid values come from its parameter table, so that a parameter is
+#: fuzzed the day it is added; these caps keep the costly ones cheap.
+LDSM_CHEAP = {
+    "n_trees": st.integers(1, 3), "epochs": st.one_of(st.just("auto"), st.integers(1, 3)),
+    "max_nodes": st.sampled_from([None, 1, 2, 9, 40, 10**6]),
+    "n_candidates": st.sampled_from([1, 5, 200, 2**31 - 1]),
+}
+VALID[LdSM] = {param.name: LDSM_CHEAP.get(param.name, table_strategy(param))
+               for param in LDSM_PARAMS}
 
 
 @st.composite
@@ -381,6 +393,38 @@ def check_parameters(surface: Surface, params: dict, estimator: type) -> None:
             np.testing.assert_array_equal(got[0], expected[0])
             np.testing.assert_array_equal(got[1], expected[1])
     surface.counts["fitted"] += 1
+
+
+@functools.cache
+def fitted_ldsm_bytes() -> bytes:
+    """A small fitted LdSM, as a model file's bytes (each case loads its own copy)."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "model.npz"
+        fit_model("ldsm").save(path)
+        return path.read_bytes()
+
+
+def check_set_params_after_fit(surface: Surface, params: dict) -> None:
+    """``set_params`` on a fitted LdSM: it predicts as fitted, and what it saves (or the
+    ValueError naming a parameter that ``save`` raises) is what it predicts."""
+    X = problem()[0]
+    with tempfile.TemporaryDirectory() as directory, time_limit(TIME_LIMIT):
+        path = Path(directory) / "model.npz"
+        path.write_bytes(fitted_ldsm_bytes())
+        model = LdSM.load(path)
+        expected = model.predict_top_k(X, 5)
+        model.set_params(**params)
+        for got, want in zip(model.predict_top_k(X, 5), expected):
+            np.testing.assert_array_equal(got, want)
+        try:
+            model.save(path)
+        except ValueError as error:
+            assert any(name in str(error) for name in params), f"{error!r} names none of {params}"
+            surface.counts["refused"] += 1
+            return
+        for got, want in zip(LdSM.load(path).predict_top_k(X, 5), expected):
+            np.testing.assert_array_equal(got, want)
+    surface.counts["saved"] += 1
 
 
 # --------------------------------------------------------------------------
@@ -507,7 +551,9 @@ def surfaces() -> list[Surface]:
                 functools.partial(check_parameters, estimator=estimator))
         for estimator in (LdSM, LOMTree, LearnedTree, Reranker)
     ]
-    return model_files + parameters + [Surface("cli", cli_cases(), check_cli)]
+    after_fit = Surface("params_LdSM_after_fit", parameter_cases(LdSM),
+                        check_set_params_after_fit)
+    return model_files + parameters + [after_fit, Surface("cli", cli_cases(), check_cli)]
 
 
 def fuzz(surface: Surface, examples: int, random_seed: int | None = None) -> collections.Counter:

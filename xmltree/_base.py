@@ -339,9 +339,10 @@ class TopKEstimator(Estimator):
         DataFormatError
             If ``X`` is malformed or wider than the training data.
         """
-        self._check_fitted()
-        k = check_k(k, self._n_outputs())
-        return self._predict_top_k(self._validate_X(X), k)
+        model = self._snapshot()
+        model._check_fitted()
+        k = check_k(k, model._n_outputs())
+        return model._predict_top_k(model._validate_X(X), k)
 
     def predict_above(self, X, threshold: float) -> sp.csr_matrix:
         """Return every label whose score is at least ``threshold``, with its score.
@@ -376,12 +377,13 @@ class TopKEstimator(Estimator):
         DataFormatError
             If ``X`` is malformed or wider than the training data.
         """
-        self._check_fitted()
+        model = self._snapshot()
+        model._check_fitted()
         threshold = check_real("threshold", threshold, 0.0, strict=True)
-        X = self._validate_X(X)
-        n_labels = _label_space(self)
-        labels, scores = self._labels_above(X, threshold, n_labels)
-        ids = predicted_ids(self, labels)
+        X = model._validate_X(X)
+        n_labels = _label_space(model)
+        labels, scores = model._labels_above(X, threshold, n_labels)
+        ids = predicted_ids(model, labels)
         keep = (ids >= 0) & (scores >= threshold)
         rows = np.repeat(np.arange(X.shape[0]), keep.sum(axis=1))
         return sp.csr_matrix((scores[keep].astype(np.float64), (rows, ids[keep])),
@@ -454,6 +456,17 @@ class TopKEstimator(Estimator):
         except NotFittedError:
             return False
         return True
+
+    def _snapshot(self) -> TopKEstimator:
+        """A shallow copy that every step of one prediction reads.
+
+        A ``fit`` running in another thread replaces the fitted state of
+        ``self``; the copy keeps the state it was made with, so that a
+        prediction checks and scores its samples with one model.
+        """
+        snapshot = object.__new__(type(self))
+        snapshot.__dict__.update(self.__dict__)
+        return snapshot
 
     def _n_outputs(self) -> int:
         """How many distinct labels the learner can rank: what ``k`` is capped at."""

@@ -54,7 +54,14 @@ __all__ = ["FORMAT_VERSION", "OLDEST_READABLE_VERSION", "ModelFile", "save_model
 #:    ``n_candidates``, ``histogram_weight`` and ``feature_scaling``: older
 #:    files load as the models they are, with histogram leaves on unscaled
 #:    features (and the leaf scores they recorded).
-FORMAT_VERSION = 3
+#: 4. LdSM stores every setting as fitted (``params["resolved"]``: "auto"
+#:    resolved, what the model predicts with) beside its hyper-parameters, and
+#:    its leaf model's settings (``params["leaves"]``); its parameters
+#:    ``epochs``, ``descent_threshold``, ``max_wide_branches``,
+#:    ``max_leaf_labels`` and ``max_row_features``, added under version 3,
+#:    belong to this version. ``LdSM(rerank=...)`` is gone: an older file
+#:    holding a re-ranker loads as the :class:`xmltree.rerank.Reranked` stage.
+FORMAT_VERSION = 4
 
 #: Files of versions ``OLDEST_READABLE_VERSION`` to ``FORMAT_VERSION`` are read;
 #: others are refused with a message saying what to do.

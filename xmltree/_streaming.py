@@ -28,14 +28,13 @@ __all__ = ["predict_xc_file"]
 logger = logging.getLogger(__name__)
 
 
-def predict_xc_file(model, path_in, path_out, *, k: int, chunk_size: int,
-                    rerank: bool) -> int:
-    """Write ``model.predict`` of every row of an XC file, chunk by chunk.
+def predict_xc_file(model, path_in, path_out, *, k: int, chunk_size: int) -> int:
+    """Write ``model.predict_top_k`` of every row of an XC file, chunk by chunk.
 
     Parameters
     ----------
     model : fitted estimator
-        Anything with ``predict(X, k=..., rerank=...)`` and ``n_labels_``.
+        Anything with ``predict_top_k(X, k)`` and ``n_labels_``.
     path_in : str or os.PathLike
         XC data file (its labels are read and checked, then ignored).
     path_out : str or os.PathLike
@@ -45,8 +44,6 @@ def predict_xc_file(model, path_in, path_out, *, k: int, chunk_size: int,
         Labels per row.
     chunk_size : int
         Rows predicted at a time, >= 1.
-    rerank : bool
-        Passed to ``model.predict``.
 
     Returns
     -------
@@ -56,7 +53,7 @@ def predict_xc_file(model, path_in, path_out, *, k: int, chunk_size: int,
     Raises
     ------
     ValueError
-        If ``chunk_size`` is not an integer >= 1, or ``model.predict`` refuses
+        If ``chunk_size`` is not an integer >= 1, or ``model.predict_top_k`` refuses
         its arguments.
     DataFormatError
         If the input file is malformed or wider than the training data; the
@@ -70,15 +67,15 @@ def predict_xc_file(model, path_in, path_out, *, k: int, chunk_size: int,
         handle.write(f"{n_rows} {model.n_labels_}\n")
         if first is not None:
             blocks = itertools.chain([first[1]], (X for _, X in chunks))
-            for labels, scores in _predict_blocks(model, blocks, k, rerank):
+            for labels, scores in _predict_blocks(model, blocks, k):
                 handle.write(_prediction_lines(labels, scores))
                 n_done += labels.shape[0]
                 logger.debug("predicted rows %d / %d of %s", n_done, n_rows, path_in)
     return n_done
 
 
-def _predict_blocks(model, blocks, k: int, rerank: bool):
-    """Yield ``model.predict`` of each block, in order.
+def _predict_blocks(model, blocks, k: int):
+    """Yield ``model.predict_top_k`` of each block, in order.
 
     Locally (no joblib backend, or a threaded one) the blocks are predicted
     one by one in this process; under another joblib backend they are that
@@ -87,13 +84,13 @@ def _predict_blocks(model, blocks, k: int, rerank: bool):
     backend, _ = joblib.parallel.get_active_backend(prefer="threads")
     if getattr(backend, "uses_threads", False):
         for X in blocks:
-            yield model.predict(X, k=k, rerank=rerank)
+            yield model.predict_top_k(X, k)
         return
     runner = joblib.Parallel(return_as="generator")
-    yield from runner(joblib.delayed(_predict_block)(model, X, k, rerank) for X in blocks)
+    yield from runner(joblib.delayed(_predict_block)(model, X, k) for X in blocks)
 
 
-def _predict_block(model, X, k: int, rerank: bool):
+def _predict_block(model, X, k: int):
     # The model is an argument, not a bound method's ``self``, because joblib
     # scatters large arguments once; a function is shipped with every task.
-    return model.predict(X, k=k, rerank=rerank)
+    return model.predict_top_k(X, k)

@@ -61,13 +61,17 @@ def _zipf(n: int) -> np.ndarray:
     return weights / weights.sum()
 
 
-def _ldsm(**params):
+def _ldsm(rerank=None, **params):
+    """An LdSM case; with `rerank` (Reranker settings), behind a fitted re-ranker."""
     def run(n_jobs):
         from xmltree import LdSM
+        from xmltree.rerank import Reranked, Reranker
 
         X, Y, X_test, _ = golden_data()
         model = LdSM(**params, random_state=0, n_jobs=n_jobs).fit(X, Y)
-        return model.predict(X_test, k=K, rerank=bool(params.get("rerank")))
+        if rerank is not None:
+            model = Reranked(model, Reranker(**rerank)).fit(X, Y)
+        return model.predict_top_k(X_test, K)
     return run
 
 
@@ -77,7 +81,7 @@ def _lomtree(**params):
 
         X, _, X_test, y = golden_data()
         model = LOMTree(**params, random_state=0, n_jobs=n_jobs).fit(X, y)
-        return model.predict_topk(X_test, K)
+        return model.predict_top_k(X_test, K)
     return run
 
 
@@ -89,7 +93,8 @@ def _learned_tree(**params):
         # One thread for training: Hogwild training is reproducible only then.
         model = LearnedTree(**params, random_state=0, n_jobs=1).fit(X, Y)
         model.n_jobs = n_jobs
-        return model.predict_topk(X_test, K)
+        # Label indices and log-probabilities, as the files were made with.
+        return model._top_k_indices(model._validate_X(X_test), K)
     return run
 
 

@@ -14,6 +14,7 @@ Layout of this package, from the estimator down to the kernels:
   ``_neighbourhoods`` (each label's training rows), ``_strongest`` (row feature caps).
 """
 
-from ._estimator import LdSM, merge
+from ._estimator import LdSM
+from ._merge import merge
 
 __all__ = ["LdSM", "merge"]

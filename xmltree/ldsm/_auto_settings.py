@@ -192,17 +192,17 @@ def resolve_max_wide_branches(setting, n_nodes: int) -> int | None:
     return LARGE_TREE_WIDE_BRANCHES
 
 
-def resolve_max_leaf_labels(setting, leaf_model: str, descent_threshold: float,
+def resolve_max_leaf_labels(setting, rescores_candidates: bool, descent_threshold: float,
                             training_threshold: float) -> int | None:
     """The labels a leaf keeps at most (None: all).
 
-    "auto" gives ``MAX_LEAF_LABELS`` with linear leaves when the fitted trees
-    descend by the training rule (`descent_threshold` >=
-    `training_threshold`), else None.
+    "auto" gives ``MAX_LEAF_LABELS`` with a leaf model that re-scores a few
+    candidates per example (linear leaves) when the fitted trees descend by
+    the training rule (`descent_threshold` >= `training_threshold`), else None.
     """
     if setting != "auto":
         return setting
-    if leaf_model == "linear" and descent_threshold >= training_threshold:
+    if rescores_candidates and descent_threshold >= training_threshold:
         return MAX_LEAF_LABELS
     return None
 

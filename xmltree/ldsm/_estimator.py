@@ -12,88 +12,34 @@ Beyond the paper, and by default: features are scaled at ``fit`` (tf-idf for
 counts, unit rows otherwise; ``xmltree._scaling``), and *linear leaves*
 (``xmltree.ldsm._linear_leaves``) re-score an example's best histogram labels
 with per-label linear classifiers trained on the labels' tree neighbourhoods,
-blended with the histograms. ``LdSM(leaf_model="histogram",
-leaf_scores="distribution", feature_scaling=None, epochs=20)`` is the paper's
-LdSM.
+blended with the histograms. ``LdSM.paper()`` is the paper's LdSM.
 
-This module is the thin Python layer: hyper-parameter and input validation,
-seeding, parallel training with joblib threads (the compiled builder releases
-the GIL), and safe persistence. Prediction runs in :class:`xmltree.ldsm._forest.Forest`.
+This module is the thin estimator: parameter and input checks, then
+``_training.fit_model`` (scaling, settings, trees in parallel, leaf model),
+``_state`` for model files. Prediction reads one ``FittedLdSM`` and runs in
+:class:`xmltree.ldsm._forest.Forest`.
 """
 
 from __future__ import annotations
 
-import logging
-import math
 import warnings
 
-import joblib
 import numpy as np
 import scipy.sparse as sp
 
-from .._base import (
-    MAX_EPOCHS,
-    MAX_INDEX,
-    MAX_LEARNING_RATE,
-    MAX_NODES,
-    MAX_TREES,
-    TopKEstimator,
-    check_choice,
-    check_int,
-    check_real,
-    check_seed,
-    is_int,
-    n_threads,
-    warn_renamed,
-)
-from .._fit_progress import PhaseClock, TreeProgress
-from .._scaling import FEATURE_SCALINGS, FeatureScaler
+from .._base import TopKEstimator, is_int, n_threads
+from .._params import check_params
+from .._scaling import FeatureScaler
 from .._streaming import predict_xc_file
-from .._validation import check_features, check_labels, take_rows
+from .._validation import check_features, check_labels
 from ..exceptions import DataFormatError, ModelFormatError, NotFittedError
-from ..rerank._estimator import STATE_PREFIX as RERANK_PREFIX
-from ..rerank._estimator import (
-    Reranker,
-    make_reranker,
-    rerank_top_k,
-    same_reranker,
-    upgrade_reranker_state,
-)
-from ._auto_settings import (
-    auto_node_budget,
-    auto_weight_floor,
-    resolve_descent_threshold,
-    resolve_epochs,
-    resolve_histogram_weight,
-    resolve_max_leaf_labels,
-    resolve_max_row_features,
-    resolve_max_wide_branches,
-)
-from ._forest import Forest
-from ._linear_leaves import (
-    LEAF_MODELS,
-    LINEAR_LEAF_ARRAYS,
-    MARGIN_SCALE,
-    check_linear_leaves,
-    fit_linear_leaves,
-)
-from ._strongest import keep_strongest
-from ._tree_arrays import (
-    LEAF_AGGREGATIONS,
-    LEAF_SCORES,
-    MAX_ARITY,
-    ROUTING_THRESHOLDS,
-    TREE_ARRAYS,
-)
+from ._fitted import FittedLdSM
+from ._leaf_models import LEAF_MODELS
+from ._params import LDSM_PARAMS, PAPER_CONFIGURATION
+from ._state import fitted_from_state, get_state, upgrade_state
+from ._training import fit_model, resolve_for_prediction
 
-__all__ = ["LdSM", "NotFittedError", "merge"]
-
-logger = logging.getLogger(__name__)
-
-_OPTIMIZERS = ("nag", "sgd")
-
-#: Largest max_wide_branches: the descent counts a path's wide branches in a byte.
-MAX_WIDE_LIMIT = 255
+__all__ = ["LdSM"]
 
 
 class LdSM(TopKEstimator):
@@ -271,17 +217,6 @@ class LdSM(TopKEstimator):
         the same ``random_state`` and consecutive ranges (``first_tree=0,
         n_trees=5``, then ``first_tree=5, n_trees=5``) and joined with
         :func:`merge` reproduce the single fit exactly.
-    rerank : bool or dict, default=False
-        Also fit a tail-label re-ranker (:class:`xmltree.rerank.Reranker`,
-        PfastreXML-style) on the training data, for ``predict(..., rerank=True)``:
-        ``True`` with its default settings, or a dict of its parameters, e.g.
-        ``{"tail_scorer": "ridge", "ridge_penalty": 3.0, "alpha": 0.3,
-        "propensity_exponent": 2.0}`` (the setting tuned for Bibtex in
-        ``benchmarks/README.md``; for Delicious, ``{"tail_scorer": "logistic",
-        "logistic_penalty": 0.03, "alpha": 0.6, "propensity_exponent": 1.5}``).
-        The dict is checked when fitting starts.
-        The fitted re-ranker is ``reranker_``; its blend settings can still
-        be changed there with ``set_params``.
     n_jobs : int or None, default=-1
         Threads for training (one tree per thread) and prediction (examples
         split across threads), with joblib's convention: ``None`` means 1,
@@ -294,8 +229,7 @@ class LdSM(TopKEstimator):
     Attributes
     ----------
     n_features_in_ : int
-        Number of features seen by :meth:`fit` (``n_features_`` is a
-        deprecated alias).
+        Number of features seen by :meth:`fit`.
     n_labels_ : int
         Number of labels seen by :meth:`fit`.
     trees_ : list of dict
@@ -312,12 +246,15 @@ class LdSM(TopKEstimator):
         The label classifiers of linear leaves (None for histogram leaves).
     label_bias_ : numpy.ndarray of float32, shape (n_labels,) or None
         Their biases.
-    reranker_ : xmltree.rerank.Reranker or None
-        The tail-label re-ranker when fitted with ``rerank`` set.
+    resolved_params_ : dict
+        Every hyper-parameter as the model was fitted and predicts: "auto"
+        and data-dependent None values resolved (saved with the model).
+        Changing a parameter with ``set_params`` takes effect at the next
+        :meth:`fit`; until then the model predicts, and saves, as fitted.
     fit_seconds_ : dict of str to float
         Wall-clock seconds of each phase of the last :meth:`fit`
-        (``"scaling"``, ``"trees"``, ``"linear_leaves"``, ``"reranker"``);
-        not saved with the model.
+        (``"scaling"``, ``"trees"``, ``"<leaf_model>_leaves"``); not saved
+        with the model.
 
     Examples
     --------
@@ -328,13 +265,15 @@ class LdSM(TopKEstimator):
 
     _KIND = "ldsm"
 
+    _KIND = "ldsm"
+
     def __init__(self, n_trees=10, arity=2, max_nodes=None, epochs="auto", lambda1=2.0,
                  lambda2=1.0, optimizer="nag", learning_rate=0.1, routing="margin",
                  weight_threshold=0.05, leaf_scores="frequency", leaf_aggregation="mean",
                  leaf_model="linear", C=0.35, n_candidates=200, histogram_weight="auto",
                  descent_threshold="auto", max_wide_branches="auto",
                  max_leaf_labels="auto", max_row_features="auto", feature_scaling="auto",
-                 max_weights_per_regressor=2048, max_weights_per_example=4.0, rerank=False,
+                 max_weights_per_regressor=2048, max_weights_per_example=4.0,
                  random_state=None, first_tree=0, n_jobs=-1, verbose=False):
         self.n_trees = n_trees
         self.arity = arity
@@ -359,69 +298,30 @@ class LdSM(TopKEstimator):
         self.feature_scaling = feature_scaling
         self.max_weights_per_regressor = max_weights_per_regressor
         self.max_weights_per_example = max_weights_per_example
-        self.rerank = rerank
         self.random_state = random_state
         self.first_tree = first_tree
         self.n_jobs = n_jobs
         self.verbose = verbose
 
+    @classmethod
+    def paper(cls, **overrides) -> LdSM:
+        """The LdSM of Majzoubi & Choromanska (2020), with `overrides` on top.
+
+        Histogram leaves storing label distributions, on the features as
+        given, trees of 1000 nodes trained 20 epochs and descending by the
+        training rule (``xmltree.ldsm._params.PAPER_CONFIGURATION``).
+        """
+        return cls(**{**PAPER_CONFIGURATION, **overrides})
+
     def _validate_params(self) -> dict:
-        """Check every hyper-parameter; return them with defaults resolved.
+        """Check every hyper-parameter against ``LDSM_PARAMS``; return them.
 
         Raises
         ------
         ValueError
             Naming the parameter, its value and the allowed range.
         """
-        params = self.get_params()
-        check_int("n_trees", params["n_trees"], 1, MAX_TREES)
-        check_int("arity", params["arity"], 2, MAX_ARITY)
-        if params["max_nodes"] is not None:
-            check_int("max_nodes", params["max_nodes"], 1, MAX_NODES)
-        _check_int_or_auto("epochs", params["epochs"], 1, MAX_EPOCHS, none=False)
-        check_real("lambda1", params["lambda1"], 0.0, strict=False)
-        check_real("lambda2", params["lambda2"], 0.0, strict=False)
-        check_real("learning_rate", params["learning_rate"], 0.0, MAX_LEARNING_RATE, strict=True)
-        if params["weight_threshold"] is not None:
-            check_real("weight_threshold", params["weight_threshold"], 0.0, strict=False)
-        if params["max_weights_per_regressor"] is not None:
-            check_int("max_weights_per_regressor", params["max_weights_per_regressor"], 1,
-                      MAX_INDEX)
-        if params["max_weights_per_example"] is not None:
-            check_real("max_weights_per_example", params["max_weights_per_example"], 0.0,
-                       strict=True)
-        check_choice("optimizer", params["optimizer"], _OPTIMIZERS)
-        check_choice("routing", params["routing"], ROUTING_THRESHOLDS)
-        check_choice("leaf_scores", params["leaf_scores"], LEAF_SCORES)
-        check_choice("leaf_aggregation", params["leaf_aggregation"], LEAF_AGGREGATIONS)
-        check_choice("leaf_model", params["leaf_model"], LEAF_MODELS)
-        check_real("C", params["C"], 0.0, strict=True)
-        check_int("n_candidates", params["n_candidates"], 1, MAX_INDEX)
-        weight = params["histogram_weight"]
-        if not (isinstance(weight, str) and weight == "auto"):
-            try:
-                check_real("histogram_weight", weight, 0.0, strict=False)
-                if weight > 1:
-                    raise ValueError
-            except ValueError:
-                raise ValueError("histogram_weight must be 'auto' or a number in [0, 1], "
-                                 f"got {weight!r}") from None
-        threshold = params["descent_threshold"]
-        if not (threshold is None or isinstance(threshold, str) and threshold == "auto"):
-            try:
-                check_real("descent_threshold", threshold, -math.inf)
-            except ValueError:
-                raise ValueError("descent_threshold must be None, 'auto' or a finite number, "
-                                 f"got {threshold!r}") from None
-        _check_int_or_auto("max_wide_branches", params["max_wide_branches"], 0, MAX_WIDE_LIMIT)
-        for name in ("max_leaf_labels", "max_row_features"):
-            _check_int_or_auto(name, params[name], 1, MAX_INDEX)
-        check_choice("feature_scaling", params["feature_scaling"], FEATURE_SCALINGS)
-        make_reranker(params["rerank"])
-        check_seed(params["random_state"])
-        check_int("first_tree", params["first_tree"], 0, MAX_TREES)
-        n_threads(params["n_jobs"])
-        return params
+        return check_params(LDSM_PARAMS, self.get_params())
 
     # ------------------------------------------------------------------
     # Training
@@ -457,106 +357,34 @@ class LdSM(TopKEstimator):
         Y = check_labels(Y, n_samples=X.shape[0])
         if X.shape[1] == 0:
             raise DataFormatError("X: has no features")
-        X, Y = _drop_unlabelled(X, Y)
-        clock = PhaseClock()
-        scaler = FeatureScaler(params["feature_scaling"]).fit(X)
-        X = scaler.transform(X)
-        clock.lap("scaling")
-        if params["weight_threshold"] is None:
-            params["weight_threshold"] = 1.0 / X.shape[1]
-        if params["max_nodes"] is None:
-            params["max_nodes"] = auto_node_budget(X.shape[0], params["arity"])
-            params["max_weights_per_regressor"] = auto_weight_floor(
-                params["max_weights_per_regressor"], params["max_nodes"])
-        training_threshold = ROUTING_THRESHOLDS[params["routing"]]
-        descent_threshold = resolve_descent_threshold(params["descent_threshold"],
-                                                      params["routing"], Y.shape[1])
-        fitted_threshold = training_threshold if descent_threshold is None else descent_threshold
-        params["max_leaf_labels"] = resolve_max_leaf_labels(
-            params["max_leaf_labels"], params["leaf_model"], fitted_threshold,
-            training_threshold)
-        # generate_state(n)[:m] == generate_state(m): tree t always gets word t,
-        # which is what makes first_tree shards merge into the single fit.
-        first = params["first_tree"]
-        seed_sequence = np.random.SeedSequence(params["random_state"])
-        seeds = seed_sequence.generate_state(first + params["n_trees"], dtype=np.uint64)[first:]
-        max_row_features = resolve_max_row_features(params["max_row_features"], X.shape[0],
-                                                    X.nnz, fitted_threshold, training_threshold)
-        params["epochs"] = resolve_epochs(params["epochs"], X.shape[0], X.nnz, fitted_threshold,
-                                          training_threshold)
-        X_grow = X if max_row_features is None else keep_strongest(X, max_row_features)
-        trees = _build_trees(X_grow, Y, params, seeds)
-        del X_grow  # before the forest copies the trees, the peak of fit's memory
-        _check_trees_finite(trees, params["learning_rate"])
-        # fit owns the trees: the forest may take their arrays as it copies them.
-        self._set_trees(trees, X.shape[1], Y.shape[1], max_row_features, release=True,
-                        check_trees=False)
-        self.scaler_ = scaler
-        clock.lap("trees")
-        if params["leaf_model"] == "linear":
-            label_seed = seed_sequence.spawn(1)[0].generate_state(1, dtype=np.uint64)[0]
-            self._set_linear_leaves(*fit_linear_leaves(
-                self._forest, X, Y, C=params["C"], n_candidates=params["n_candidates"],
-                seed=int(label_seed), n_threads=n_threads(params["n_jobs"])))
-            clock.lap("linear_leaves")
-        reranker = make_reranker(params["rerank"])
-        if reranker is not None:
-            self.reranker_ = reranker._fit(X, Y)
-            clock.lap("reranker")
-        self.fit_seconds_ = clock.seconds
-        logger.info("LdSM fit, seconds by phase: %s", clock.seconds)
+        fitted, self.fit_seconds_ = fit_model(params, X, Y)
+        self._install(fitted)
         return self
 
-    def _set_trees(self, trees: list[dict], n_features: int, n_labels: int,
-                   max_row_features: int | None = None, release: bool = False,
-                   check_trees: bool = True) -> None:
-        """Install trees as the fitted state, checking them first (ModelFormatError).
+    def _install(self, fitted: FittedLdSM) -> None:
+        """Make `fitted` the model's state, in one assignment (see ``_fitted``)."""
+        self._fitted = fitted
 
-        `max_row_features`: the features of an example that route it, as the
-        trees were grown (None: all).
+    def _set_trees(self, trees: list[dict], n_features: int, n_labels: int) -> None:
+        """Install checked trees with histogram leaves, on features as given.
 
-        With ``release``, the trees' weight and leaf arrays are moved into the
-        forest (removed from the dicts), which the caller must own.
-        ``check_trees=False`` is for trees that were just grown or that
-        fitted models already hold.
+        The hyper-parameters are resolved as ``fit`` would for `n_labels`
+        labels; a way to build a model from trees made elsewhere (tests,
+        tree surgery in ``benchmarks/``).
         """
-        # np.size: the trees are not checked yet (Forest does it).
-        n_nodes = np.array([np.size(t["first_child"]) for t in trees], dtype=np.int64)
-        forest = Forest(trees, arity=self.arity, n_features=n_features,
-                        n_labels=n_labels, routing=self.routing, leaf_scores=self.leaf_scores,
-                        leaf_aggregation=self.leaf_aggregation,
-                        descent_threshold=resolve_descent_threshold(
-                            self.descent_threshold, self.routing, n_labels),
-                        max_wide_branches=resolve_max_wide_branches(
-                            self.max_wide_branches, int(n_nodes.max())),
-                        max_row_features=max_row_features, release=release,
-                        check_trees=check_trees)
-        self._forest = forest
-        self.max_row_features_ = max_row_features
-        self.n_features_in_ = n_features
-        self.n_labels_ = n_labels
-        self.trees_ = _share_forest_arrays(forest, trees)
-        self.n_nodes_ = n_nodes
-        self.n_leaves_ = np.array([np.sum(t["first_child"] < 0) for t in trees], dtype=np.int64)
-        self.depth_ = np.array([t["depth"].max() for t in trees], dtype=np.int64)
-        self.label_weights_, self.label_bias_ = None, None
-        self.scaler_ = FeatureScaler.from_state({"kind": "none"}, {}, n_features)
-        self.reranker_ = None
-
-    def _set_linear_leaves(self, weights: sp.csr_matrix, bias: np.ndarray) -> None:
-        """Install checked label classifiers: the forest re-scores with them."""
-        self.label_weights_, self.label_bias_ = weights, bias
-        histogram_weight = resolve_histogram_weight(
-            self.histogram_weight, self._forest.threshold, ROUTING_THRESHOLDS[self.routing])
-        self._forest.use_label_models(weights, bias, n_candidates=self.n_candidates,
-                                      histogram_weight=histogram_weight,
-                                      margin_scale=MARGIN_SCALE)
+        hyper = self._validate_params()
+        settings = {**hyper, "feature_scaling": None, "max_row_features": None,
+                    "leaf_model": "histogram"}
+        settings = resolve_for_prediction(settings, hyper, n_labels, trees)
+        scaler = FeatureScaler.from_state({"kind": "none"}, {}, n_features)
+        fitted = FittedLdSM.from_trees(trees, settings, scaler, n_features, n_labels)
+        self._install(fitted.with_leaves(LEAF_MODELS["histogram"]()))
 
     # ------------------------------------------------------------------
     # Prediction and introspection
     # ------------------------------------------------------------------
 
-    def predict(self, X, k: int = 5, rerank: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    def predict(self, X, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
         """Return the ``k`` best labels of each sample.
 
         Parameters
@@ -566,10 +394,6 @@ class LdSM(TopKEstimator):
             missing trailing features; more columns is an error.
         k : int, default=5
             Labels per sample, >= 1.
-        rerank : bool, default=False
-            Re-rank the ensemble's ``reranker_.n_candidates`` best labels with
-            the tail-label re-ranker fitted as the ``rerank`` parameter asked,
-            which favours rare labels (higher PSP@k at a small cost in P@k).
 
         Returns
         -------
@@ -589,30 +413,20 @@ class LdSM(TopKEstimator):
         NotFittedError
             Before :meth:`fit`.
         ValueError
-            If ``k`` is not an integer >= 1, or ``rerank`` is asked of a model
-            fitted without a re-ranker.
+            If ``k`` is not an integer >= 1.
         DataFormatError
             If ``X`` is malformed or wider than the training data.
         """
-        if not rerank:
-            return self.predict_top_k(X, k)
-        self._check_fitted()
-        k = check_int("k", k, 1)
-        if self.reranker_ is None:
-            raise ValueError("this model has no re-ranker; fit it with LdSM(rerank=True) "
-                             "or LdSM(rerank={...Reranker settings...})")
-        labels, scores = rerank_top_k(self, self.reranker_, self._validate_X(X), k)
-        return labels, scores.astype(np.float32)
+        return self.predict_top_k(X, k)
 
-    def predict_file(self, path_in, path_out, k: int = 5, chunk_size: int = 10000,
-                     rerank: bool = False) -> int:
+    def predict_file(self, path_in, path_out, k: int = 5, chunk_size: int = 10000) -> int:
         """Predict every row of an XC data file and write the ranked labels to disk.
 
         The input is read ``chunk_size`` rows at a time and each chunk's
         predictions are appended to a temporary file, which replaces
         ``path_out`` once all rows are done; memory stays bounded by one
         chunk however large the file. The output is exactly what
-        ``write_predictions(path_out, *self.predict(X, k, rerank), n_labels_)``
+        ``write_predictions(path_out, *self.predict(X, k), n_labels_)``
         writes for the whole file. Inside a joblib backend that does not use
         threads, such as ``joblib.parallel_backend("dask")``, the chunks are
         that backend's tasks (the model is scattered to the workers once).
@@ -630,8 +444,6 @@ class LdSM(TopKEstimator):
             Labels per row, as in :meth:`predict`.
         chunk_size : int, default=10000
             Rows read and predicted at a time, >= 1.
-        rerank : bool, default=False
-            As in :meth:`predict`.
 
         Returns
         -------
@@ -643,14 +455,13 @@ class LdSM(TopKEstimator):
         NotFittedError
             Before :meth:`fit`.
         ValueError
-            On an invalid ``k``, ``chunk_size`` or ``rerank``.
+            On an invalid ``k`` or ``chunk_size``.
         DataFormatError
             If the input file is malformed or wider than the training data;
             ``path_out`` is then left as it was.
         """
-        self._check_fitted()
-        return predict_xc_file(self, path_in, path_out, k=k, chunk_size=chunk_size,
-                               rerank=rerank)
+        return predict_xc_file(self._snapshot(), path_in, path_out, k=k,
+                               chunk_size=chunk_size)
 
     def predict_scores(self, X) -> sp.csr_matrix:
         """Return all non-zero ensemble scores.
@@ -669,9 +480,9 @@ class LdSM(TopKEstimator):
             each row sums to 1 up to rounding: every sample reaches at least
             one leaf of every tree, and leaf histograms are normalised.
         """
-        self._check_fitted()
-        return self._forest.predict_scores(self._validate_X(X), n_threads(self.n_jobs),
-                                           check_input=False)
+        fitted = self._fitted_state()
+        return fitted.forest.predict_scores(_checked_rows(fitted, X), n_threads(self.n_jobs),
+                                            check_input=False)
 
     def leaves_reached(self, X) -> np.ndarray:
         """Count the leaves each sample reaches in each tree.
@@ -686,9 +497,9 @@ class LdSM(TopKEstimator):
         numpy.ndarray of int32, shape (n_samples, n_trees)
             All entries are >= 1; values above 1 come from multi-way routing.
         """
-        self._check_fitted()
-        return self._forest.leaves_reached(self._validate_X(X), n_threads(self.n_jobs),
-                                           check_input=False)
+        fitted = self._fitted_state()
+        return fitted.forest.leaves_reached(_checked_rows(fitted, X), n_threads(self.n_jobs),
+                                            check_input=False)
 
     def objective_trace(self, tree: int, node: int) -> np.ndarray:
         """Return the mean node objective J of each training epoch.
@@ -705,80 +516,114 @@ class LdSM(TopKEstimator):
         numpy.ndarray of float32, shape (epochs,) or (0,)
             Empty for a node that was never trained (a leaf).
         """
-        self._check_fitted()
-        if not is_int(tree) or not 0 <= tree < len(self.trees_):
-            raise ValueError(f"tree must be in [0, {len(self.trees_)}), got {tree!r}")
-        arrays = self.trees_[tree]
+        trees = self._fitted_state().trees
+        if not is_int(tree) or not 0 <= tree < len(trees):
+            raise ValueError(f"tree must be in [0, {len(trees)}), got {tree!r}")
+        arrays = trees[tree]
         n_nodes = arrays["first_child"].shape[0]
         if not is_int(node) or not 0 <= node < n_nodes:
             raise ValueError(f"node must be in [0, {n_nodes}), got {node!r}")
         indptr = arrays["trace_indptr"]
         return arrays["trace_values"][indptr[node]:indptr[node + 1]].copy()
 
-    @property
-    def n_features_(self) -> int:
-        """Deprecated alias of ``n_features_in_``."""
-        warn_renamed("LdSM.n_features_", "n_features_in_")
-        return self.n_features_in_
+    # ------------------------------------------------------------------
+    # Fitted attributes: views of the one fitted state
+    # ------------------------------------------------------------------
 
-    def _check_fitted(self) -> None:
-        if getattr(self, "_forest", None) is None:
+    def _fitted_state(self) -> FittedLdSM:
+        fitted = self.__dict__.get("_fitted")
+        if fitted is None:
             raise NotFittedError(
                 "this LdSM instance is not fitted yet; call fit(X, Y) or LdSM.load(path) first"
             )
+        return fitted
+
+    @property
+    def _forest(self):
+        """The compiled forest (for tests and benchmarks that look inside it)."""
+        return self._fitted_state().forest
+
+    @property
+    def n_features_in_(self) -> int:
+        return self._fitted_state().n_features
+
+    @property
+    def n_labels_(self) -> int:
+        return self._fitted_state().n_labels
+
+    @property
+    def trees_(self) -> list:
+        return self._fitted_state().trees
+
+    @property
+    def n_nodes_(self) -> np.ndarray:
+        return self._fitted_state().n_nodes
+
+    @property
+    def n_leaves_(self) -> np.ndarray:
+        return self._fitted_state().n_leaves
+
+    @property
+    def depth_(self) -> np.ndarray:
+        return self._fitted_state().depth
+
+    @property
+    def max_row_features_(self):
+        return self._fitted_state().settings["max_row_features"]
+
+    @property
+    def scaler_(self):
+        return self._fitted_state().scaler
+
+    @property
+    def resolved_params_(self) -> dict:
+        return dict(self._fitted_state().settings)
+
+    @property
+    def label_weights_(self):
+        return getattr(self._fitted_state().leaves, "weights", None)
+
+    @property
+    def label_bias_(self):
+        return getattr(self._fitted_state().leaves, "bias", None)
+
+    def _check_fitted(self) -> None:
+        self._fitted_state()
 
     def _validate_X(self, X) -> sp.csr_matrix:
-        return self.scaler_.transform(check_features(X, n_features=self.n_features_in_))
+        return _checked_rows(self._fitted_state(), X)
 
     def _predict_top_k(self, X: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
-        return self._forest.predict_top_k(X, k, n_threads(self.n_jobs), check_input=False)
+        return self._fitted_state().forest.predict_top_k(X, k, n_threads(self.n_jobs),
+                                                         check_input=False)
 
     # ------------------------------------------------------------------
     # Persistence
     # ------------------------------------------------------------------
 
     def _get_state(self) -> tuple[dict, dict]:
-        """Return the JSON parameters and numeric arrays that define the model."""
-        self._check_fitted()
-        params = {
-            "hyper_parameters": self._json_params(),
-            "n_features": int(self.n_features_in_),
-            "n_labels": int(self.n_labels_),
-            "n_trees": len(self.trees_),
-            "max_row_features": self.max_row_features_,
-        }
-        arrays = {
-            f"tree{t}/{name}": tree[name] for t, tree in enumerate(self.trees_)
-            for name in TREE_ARRAYS
-        }
-        params["scaling"], scaling_arrays = self.scaler_.get_state()
-        arrays.update(scaling_arrays)
-        if self.label_weights_ is not None:
-            arrays.update(zip(LINEAR_LEAF_ARRAYS, (
-                self.label_weights_.indptr, self.label_weights_.indices,
-                self.label_weights_.data, self.label_bias_)))
-        if self.reranker_ is not None:
-            params["reranker"], reranker_arrays = self.reranker_._get_state()
-            arrays.update(reranker_arrays)
-        return params, arrays
+        """Return the JSON parameters and numeric arrays that define the model.
+
+        Raises
+        ------
+        ValueError
+            If ``set_params`` gave a hyper-parameter a value the file could
+            not be loaded with (it is named).
+        """
+        fitted = self._fitted_state()
+        self._validate_params()
+        return get_state(self._json_params(), fitted)
 
     @classmethod
     def _upgrade_state(cls, version: int, params: dict, arrays: dict) -> tuple[dict, dict]:
-        """Older files load as they are, but for their re-ranker's settings."""
-        if isinstance(params, dict) and "reranker" in params:
-            reranker = upgrade_reranker_state(
-                version, params["reranker"], arrays,
-                "train the model again with LdSM(rerank=...), or load it with the xmltree "
-                "that wrote it, set model.reranker_ = None, save it, load it here and fit "
-                "xmltree.rerank.Reranked(model, Reranker(...)).fit(X, Y)")
-            params = {**params, "reranker": reranker}
-        return params, arrays
+        return upgrade_state(version, params, arrays, defaults=cls().get_params())
 
     @classmethod
-    def _from_state(cls, params: dict, arrays: dict) -> LdSM:
-        """Rebuild a fitted model from :meth:`_get_state` output.
+    def _from_state(cls, params: dict, arrays: dict):
+        """Rebuild a fitted model from :meth:`_get_state` output, checking everything.
 
-        Everything is checked before it can reach compiled code.
+        A file written with ``LdSM(rerank=...)`` by an older xmltree loads as
+        the :class:`xmltree.rerank.Reranked` stage it now is.
 
         Raises
         ------
@@ -786,226 +631,35 @@ class LdSM(TopKEstimator):
             On missing or ill-typed parameters, missing or unexpected arrays,
             or trees that break the flat-tree contract.
         """
-        if not isinstance(params, dict) or not isinstance(params.get("hyper_parameters"), dict):
-            raise ModelFormatError("LdSM model: missing hyper-parameters")
-        # Files written before these options existed hold distributions,
-        # average the leaves, score with histograms, take features as given and
-        # descend as they were trained.
-        hyper = {"leaf_scores": "distribution", "leaf_aggregation": "mean",
-                 "leaf_model": "histogram", "feature_scaling": None, "descent_threshold": None,
-                 "max_leaf_labels": None, "max_wide_branches": None, "max_row_features": None,
-                 **params["hyper_parameters"]}
-        unknown = set(hyper) - set(cls._param_names())
-        if unknown:
-            raise ModelFormatError(f"LdSM model: unknown hyper-parameters {sorted(unknown)}")
+        reranker = _old_reranker(params, arrays) if "reranker" in params else None
+        hyper, fitted = fitted_from_state(params, arrays)
         model = cls(**hyper)
-        try:
-            model._validate_params()
-        except ValueError as exc:
-            raise ModelFormatError(f"LdSM model: {exc}") from None
-        sizes = {}
-        for name in ("n_features", "n_labels", "n_trees"):
-            value = params.get(name)
-            if not is_int(value) or not 1 <= value < 2**31:
-                raise ModelFormatError(f"LdSM model: {name} must be a positive integer")
-            sizes[name] = int(value)
-        scaler = FeatureScaler.from_state(params.get("scaling", {"kind": "none"}), arrays,
-                                          sizes["n_features"])
-        other = set(scaler.get_state()[1])
-        if model.leaf_model == "linear":
-            other.update(LINEAR_LEAF_ARRAYS)
-        tree_arrays = {name for name in arrays if not name.startswith(RERANK_PREFIX)} - other
-        if len(tree_arrays) != sizes["n_trees"] * len(TREE_ARRAYS):  # before believing n_trees
-            raise ModelFormatError(f"LdSM model: n_trees={sizes['n_trees']} disagrees with "
-                                   f"the {len(tree_arrays)} tree arrays of the file")
-        expected = {f"tree{t}/{name}" for t in range(sizes["n_trees"]) for name in TREE_ARRAYS}
-        if tree_arrays != expected:
-            missing, extra = sorted(expected - tree_arrays), sorted(tree_arrays - expected)
-            raise ModelFormatError(
-                f"LdSM model: arrays do not match (missing {missing[:3]}, unexpected {extra[:3]})"
-            )
-        trees = [
-            {name: arrays[f"tree{t}/{name}"] for name in TREE_ARRAYS}
-            for t in range(sizes["n_trees"])
-        ]
-        reranker = None
-        if "reranker" in params:  # its arrays confirm the counts before the forest allocates
-            reranker = Reranker._from_state(params["reranker"], arrays)
-            scorer = reranker.scorer_
-            if (scorer.n_labels_, scorer.n_features_) != (sizes["n_labels"], sizes["n_features"]):
-                raise ModelFormatError("LdSM model: the re-ranker's label or feature count "
-                                       "differs")
-        # Files from before the option route with all features, as they grew.
-        max_row_features = params.get("max_row_features")
-        if max_row_features is not None and not (is_int(max_row_features)
-                                                 and 1 <= max_row_features <= MAX_INDEX):
-            raise ModelFormatError("LdSM model: max_row_features must be null or a positive "
-                                   "integer")
-        model._set_trees(trees, sizes["n_features"], sizes["n_labels"], max_row_features)
-        model.scaler_ = scaler
-        if model.leaf_model == "linear":
-            model._set_linear_leaves(*check_linear_leaves(arrays, sizes["n_features"],
-                                                          sizes["n_labels"]))
-        model.reranker_ = reranker
-        return model
+        model._install(fitted)
+        if reranker is None:
+            return model
+        from ..rerank import Reranked, Reranker
+
+        stage = Reranked(model, Reranker(**reranker.get_params()))
+        stage.reranker_ = reranker
+        return stage
 
 
-# ----------------------------------------------------------------------
-# Merging shards of one ensemble
-# ----------------------------------------------------------------------
-
-#: Hyper-parameters that may differ between the shards given to :func:`merge`.
-_SHARD_PARAMS = ("n_trees", "random_state", "first_tree", "n_jobs", "verbose")
+def _checked_rows(fitted: FittedLdSM, X) -> sp.csr_matrix:
+    """`X` checked against the fitted feature space and scaled as at fit."""
+    return fitted.scaler.transform(check_features(X, n_features=fitted.n_features))
 
 
-def merge(models) -> LdSM:
-    """Join fitted LdSM models into one ensemble holding all their trees.
+def _old_reranker(params: dict, arrays: dict):
+    """The re-ranker an older LdSM file holds, checked against the sizes the
+    file claims before the forest allocates by them."""
+    from ..rerank import Reranker
 
-    Use it to train an ensemble in shards (on different machines, or at
-    different times) and serve it as one model. The merged model's scores
-    are the average over all its trees, i.e. the tree-count-weighted average
-    of the shards' scores.
-
-    To reproduce ``LdSM(n_trees=N, random_state=s).fit(X, Y)`` bit for bit,
-    train the shards with the same ``random_state=s`` and consecutive tree
-    ranges, e.g. ``LdSM(n_trees=3, random_state=s, first_tree=0)`` and
-    ``LdSM(n_trees=2, random_state=s, first_tree=3)``, and merge them in
-    that order. The merged model then records ``random_state=s`` and the
-    first shard's ``first_tree``; otherwise it records ``random_state=None``.
-
-    Parameters
-    ----------
-    models : sequence of LdSM
-        Fitted models, in tree order. They must agree on ``n_features_in_``,
-        ``n_labels_`` and every hyper-parameter except ``n_trees``,
-        ``random_state``, ``first_tree``, ``n_jobs`` and ``verbose``; with
-        ``rerank=True`` their re-rankers must be identical (fitted on the
-        same data with the same settings).
-
-    Returns
-    -------
-    LdSM
-        A new fitted model; the inputs are not modified.
-
-    Raises
-    ------
-    ValueError
-        If fewer than one model is given, a model is not an LdSM, the models
-        are incompatible, or two shards hold the same tree (same
-        ``random_state`` and overlapping tree ranges).
-    NotFittedError
-        If a model is not fitted.
-    """
-    models = list(models)
-    if not models or not all(isinstance(model, LdSM) for model in models):
-        raise ValueError("merge needs a non-empty sequence of LdSM models")
-    for model in models:
-        model._check_fitted()
-        if model.label_weights_ is not None:
-            raise ValueError(
-                "cannot merge models with leaf_model='linear': their label classifiers are "
-                "trained on all the trees of the model; train shards with "
-                "leaf_model='histogram', or train the whole model inside "
-                "joblib.parallel_backend('dask') to spread its trees over a cluster")
-    _check_compatible(models)
-    hyper = models[0].get_params()
-    hyper["n_trees"] = sum(len(model.trees_) for model in models)
-    if not _consecutive_shards(models):
-        hyper["random_state"], hyper["first_tree"] = None, 0
-    merged = LdSM(**hyper)
-    trees = [tree for model in models for tree in model.trees_]
-    merged._set_trees(trees, models[0].n_features_in_, models[0].n_labels_,
-                      models[0].max_row_features_, check_trees=False)
-    merged.scaler_ = models[0].scaler_
-    if models[0].reranker_ is not None:
-        params, arrays = models[0].reranker_._get_state()
-        merged.reranker_ = Reranker._from_state(params, arrays)
-    return merged
-
-
-def _check_compatible(models: list[LdSM]) -> None:
-    """Raise ValueError naming the first property on which the models differ."""
-    reference = _merge_signature(models[0])
-    for index, model in enumerate(models[1:], start=1):
-        for name, value in _merge_signature(model).items():
-            if value != reference[name]:
-                raise ValueError(f"cannot merge: model {index} has {name}={value!r}, "
-                                 f"model 0 has {reference[name]!r}")
-        if models[0].reranker_ is not None and not same_reranker(models[0].reranker_,
-                                                                 model.reranker_):
-            raise ValueError(f"cannot merge: the re-ranker of model {index} differs from "
-                             "model 0's (fitted on other data or with other settings)")
-    _check_no_shared_trees(models)
-
-
-def _merge_signature(model: LdSM) -> dict:
-    """What must be equal for two models to be shards of one ensemble."""
-    # ``rerank`` is compared through the fitted re-rankers (same_reranker):
-    # True and {} ask for the same one.
-    signature = {name: value for name, value in model.get_params().items()
-                 if name not in _SHARD_PARAMS and name != "rerank"}
-    signature["has_reranker"] = model.reranker_ is not None
-    scaling, idf = model.scaler_.get_state()
-    signature["scaling"] = (scaling["kind"], tuple(idf.get("scaling/idf", ())))
-    signature["n_features_in_"], signature["n_labels_"] = model.n_features_in_, model.n_labels_
-    signature["max_row_features_"] = model.max_row_features_
-    return signature
-
-
-def _tree_range(model: LdSM) -> range:
-    """Indices of the model's trees in the ensemble seeded by its random_state."""
-    return range(model.first_tree, model.first_tree + len(model.trees_))
-
-
-def _check_no_shared_trees(models: list[LdSM]) -> None:
-    """Refuse shards that would put the same tree twice in the ensemble."""
-    for i, a in enumerate(models):
-        for j in range(i + 1, len(models)):
-            b = models[j]
-            overlap = range(max(_tree_range(a).start, _tree_range(b).start),
-                            min(_tree_range(a).stop, _tree_range(b).stop))
-            if a.random_state is not None and a.random_state == b.random_state and overlap:
-                raise ValueError(
-                    f"cannot merge: models {i} and {j} both hold tree {overlap.start} of "
-                    f"random_state={a.random_state} (give shards consecutive first_tree ranges)"
-                )
-
-
-def _consecutive_shards(models: list[LdSM]) -> bool:
-    """True when the models are consecutive tree ranges of one seeded ensemble."""
-    if models[0].random_state is None:
-        return False
-    next_tree = models[0].first_tree
-    for model in models:
-        if model.random_state != models[0].random_state or model.first_tree != next_tree:
-            return False
-        next_tree += len(model.trees_)
-    return True
-
-
-# ----------------------------------------------------------------------
-# Helpers
-# ----------------------------------------------------------------------
-
-def _check_int_or_auto(name: str, value, low: int, high: int, none: bool = True) -> None:
-    """Raise ValueError unless `value` is "auto", an integer in [`low`, `high`]
-    or, with `none`, None."""
-    if isinstance(value, str) and value == "auto" or none and value is None:
-        return
-    try:
-        check_int(name, value, low, high)
-    except ValueError:
-        words = "None, 'auto'" if none else "'auto'"
-        raise ValueError(f"{name} must be {words} or an integer in [{low}, {high}], "
-                         f"got {value!r}") from None
-
-
-def _check_trees_finite(trees: list[dict], learning_rate: float) -> None:
-    """Refuse regressors that diverged: a fit must not make a model its loader refuses."""
-    for tree in trees:
-        if not (np.all(np.isfinite(tree["weight_values"])) and np.all(np.isfinite(tree["bias"]))):
-            raise ValueError(f"LdSM training diverged (non-finite regressor weights) with "
-                             f"learning_rate={learning_rate!r}; use a smaller learning_rate")
+    reranker = Reranker._from_state(params["reranker"], arrays)
+    scorer = reranker.scorer_
+    if (scorer.n_labels_, scorer.n_features_) != (params.get("n_labels"),
+                                                  params.get("n_features")):
+        raise ModelFormatError("LdSM model: the re-ranker's label or feature count differs")
+    return reranker
 
 
 def _warn_unless_lemma_2_holds(arity: int, lambda1: float, lambda2: float) -> None:
@@ -1021,89 +675,3 @@ def _warn_unless_lemma_2_holds(arity: int, lambda1: float, lambda2: float) -> No
             f"lowest at a balanced, pure split only if lambda2 / lambda1 > arity - 3 "
             f"(Majzoubi & Choromanska 2020, Lemma 2); use lambda2 > {lambda1 * (arity - 3)}",
             UserWarning, stacklevel=3)
-
-
-def _drop_unlabelled(X: sp.csr_matrix, Y: sp.csr_matrix):
-    """Remove samples without labels; refuse data where none remain."""
-    labelled = np.diff(Y.indptr) > 0
-    n_dropped = int(labelled.size - labelled.sum())
-    if n_dropped == labelled.size:
-        raise DataFormatError("Y: no training sample has a label")
-    if n_dropped:
-        logger.info("dropping %d of %d training samples that have no label",
-                    n_dropped, labelled.size)
-        X, Y = take_rows(X, labelled), take_rows(Y, labelled)
-    return X, Y
-
-
-def _share_forest_arrays(forest: Forest, trees: list[dict]) -> list[dict]:
-    """Return read-only trees whose large arrays are slices of the forest's.
-
-    The forest concatenates the trees for prediction; handing out its slices
-    instead of the trees' own arrays keeps one copy of the model in memory.
-    Only per-node arrays (a few numbers per node) are the trees' own.
-    """
-    arity = forest.arity
-    offsets = forest.tree_offset
-    views = []
-    for t, tree in enumerate(trees):
-        first, last = int(offsets[t]), int(offsets[t + 1])
-        weights = slice(int(forest.weight_indptr[first * arity]),
-                        int(forest.weight_indptr[last * arity]))
-        leaves = slice(int(forest.leaf_indptr[first]), int(forest.leaf_indptr[last]))
-        view = dict(
-            weight_indices=forest.weight_indices[weights],
-            weight_values=forest.weight_values[weights],
-            leaf_labels=forest.leaf_labels[leaves],
-            leaf_values=forest.leaf_values[leaves],
-            bias=forest.bias[first * arity:last * arity].reshape(-1, arity),
-        )
-        view.update((name, tree[name].view()) for name in TREE_ARRAYS if name not in view)
-        for array in view.values():
-            array.flags.writeable = False
-        views.append(view)
-    return views
-
-
-def _build_trees(X: sp.csr_matrix, Y: sp.csr_matrix, params: dict,
-                 seeds: np.ndarray) -> list[dict]:
-    """Train one tree per seed with joblib, sharing X and Y.
-
-    Threads by default; inside ``joblib.parallel_backend("dask")`` the trees
-    are tasks of the Dask cluster. X and Y are the same objects in every
-    task, so joblib's Dask backend scatters each once per ``fit`` and workers
-    fetch them once, whatever the number of trees.
-    """
-    # Imported here so that prediction works with a build lacking the trainer.
-    from ._builder import build_tree
-
-    settings = {name: params[name] for name in (
-        "arity", "max_nodes", "epochs", "lambda1", "lambda2", "optimizer",
-        "learning_rate", "routing", "weight_threshold", "leaf_scores", "max_leaf_labels")}
-    settings["max_weights"] = params["max_weights_per_regressor"]
-    settings["weights_per_row"] = params["max_weights_per_example"]
-    progress = TreeProgress(len(seeds)) if params["verbose"] else None
-    # Node callbacks must run in this process; other backends (processes, a
-    # Dask cluster) only report finished trees.
-    backend, _ = joblib.parallel.get_active_backend(prefer="threads")
-    node_progress = progress is not None and getattr(backend, "uses_threads", False)
-    jobs = (
-        joblib.delayed(build_tree)(
-            X, Y, **settings, seed=int(seed),
-            progress=progress.node_callback(t) if node_progress else None,
-        )
-        for t, seed in enumerate(seeds)
-    )
-    trees = []
-    try:
-        runner = joblib.Parallel(n_jobs=n_threads(params["n_jobs"]), prefer="threads",
-                                 return_as="generator")
-        for tree in runner(jobs):
-            trees.append(tree)
-            if progress is not None:
-                progress.tree_done()
-    finally:
-        if progress is not None:
-            progress.close()
-    logger.info("trained %d LdSM trees", len(trees))
-    return trees

@@ -28,12 +28,8 @@ from ..exceptions import DataFormatError, ModelFormatError
 from ._label_models import train_label_models
 from ._neighbourhoods import list_neighbourhoods
 
-__all__ = ["LEAF_MODELS", "MARGIN_SCALE", "LINEAR_LEAF_ARRAYS", "fit_linear_leaves",
+__all__ = ["LinearLeaves", "MARGIN_SCALE", "LINEAR_LEAF_ARRAYS", "fit_linear_leaves",
            "check_linear_leaves"]
-
-#: What leaves score labels with: their histogram alone (the paper), or
-#: label classifiers blended with it.
-LEAF_MODELS = ("histogram", "linear")
 
 #: Slope of the sigmoid that turns a classifier margin into a score: the
 #: squared-hinge classifiers aim at margins of +-1, which this maps to
@@ -68,6 +64,58 @@ LINEAR_LEAF_ARRAYS = {
     "labels/values": np.float32,
     "labels/bias": np.float32,
 }
+
+
+class LinearLeaves:
+    """Per-label linear classifiers that re-score each example's best histogram labels.
+
+    A leaf model of ``xmltree.ldsm._leaf_models`` (see there for the protocol).
+
+    Parameters
+    ----------
+    weights : scipy.sparse.csr_matrix of float32, shape (n_labels, n_features)
+        One classifier per label (int64 row pointers, sorted feature ids).
+    bias : numpy.ndarray of float32, shape (n_labels,)
+        Their biases.
+    """
+
+    ARRAY_PREFIX = "labels/"
+    RESCORES_CANDIDATES = True
+    # Each classifier is trained on the neighbourhoods of all the trees.
+    MERGEABLE = False
+
+    def __init__(self, weights: sp.csr_matrix, bias: np.ndarray):
+        self.weights = weights
+        self.bias = bias
+
+    @classmethod
+    def fit(cls, forest, X, Y, settings: dict, seed: int, n_threads: int) -> LinearLeaves:
+        """Train every label's classifier on its neighbourhood in `forest`."""
+        weights, bias = fit_linear_leaves(forest, X, Y, C=settings["C"],
+                                          n_candidates=settings["n_candidates"], seed=seed,
+                                          n_threads=n_threads)
+        # A fit must not make a model its loader refuses.
+        if not (np.all(np.isfinite(weights.data)) and np.all(np.isfinite(bias))):
+            raise ValueError(f"the label classifiers diverged (non-finite weights) with "
+                             f"C={settings['C']!r}; use a larger C")
+        return cls(weights, bias)
+
+    def install(self, forest, settings: dict) -> None:
+        """Make `forest` re-score its ``n_candidates`` best labels with the classifiers."""
+        forest.use_label_models(self.weights, self.bias, n_candidates=settings["n_candidates"],
+                                histogram_weight=settings["histogram_weight"],
+                                margin_scale=MARGIN_SCALE)
+
+    def get_state(self) -> tuple[dict, dict]:
+        """No settings of their own; the four arrays of ``LINEAR_LEAF_ARRAYS``."""
+        weights = self.weights
+        return {}, dict(zip(LINEAR_LEAF_ARRAYS, (weights.indptr, weights.indices, weights.data,
+                                                 self.bias)))
+
+    @classmethod
+    def from_state(cls, params, arrays: dict, n_features: int, n_labels: int) -> LinearLeaves:
+        """Checked classifiers read from a model file (``ModelFormatError`` if not valid)."""
+        return cls(*check_linear_leaves(arrays, n_features, n_labels))
 
 
 def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float,

@@ -33,13 +33,11 @@ from .._base import (
     TopKEstimator,
     check_choice,
     check_int,
-    check_k,
     check_real,
     check_seed,
     class_values,
     is_int,
     n_threads,
-    warn_renamed,
 )
 from .._validation import check_features, check_labels
 from ..exceptions import DataFormatError, ModelFormatError, NotFittedError
@@ -430,22 +428,6 @@ class LearnedTree(TopKEstimator):
     def _top_k_indices(self, X: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Label indices (int32, -1 past ``n_labels``) and log-probabilities (float64)."""
         return _kernels.predict_top_k(self._model_arrays(), X, k, n_threads(self.n_jobs))
-
-    def predict_topk(self, X, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
-        """Deprecated: the k most likely label *indices* and their log-probabilities.
-
-        Use :meth:`predict_top_k` (labels and probabilities) instead.
-
-        Returns
-        -------
-        indices : numpy.ndarray of shape (n_samples, k), int32
-            Indices into ``classes_``, best first.
-        log_proba : numpy.ndarray of shape (n_samples, k), float64
-        """
-        warn_renamed("LearnedTree.predict_topk", "predict_top_k")
-        self._check_fitted()
-        k = check_k(k, self.tree_.n_labels)
-        return self._top_k_indices(self._validate_X(X), k)
 
     def predict(self, X, k: int = 1) -> np.ndarray:
         """Return the k most likely labels (values of ``classes_``), shape (n_samples, k)."""

@@ -32,7 +32,6 @@ from .._base import (
     check_seed,
     class_values,
     n_threads,
-    warn_renamed,
 )
 from .._validation import check_features
 from ..exceptions import DataFormatError, ModelFormatError, NotFittedError
@@ -287,11 +286,6 @@ class LOMTree(TopKEstimator):
         numpy.ndarray of int64, shape (n_samples,)
         """
         return self.predict_top_k(X, 1)[0][:, 0]
-
-    def predict_topk(self, X, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
-        """Deprecated alias of :meth:`predict_top_k`."""
-        warn_renamed("LOMTree.predict_topk", "predict_top_k")
-        return self.predict_top_k(X, k)
 
     def _predict_top_k(self, X, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The top-k classes of checked samples (see :meth:`predict_top_k`).

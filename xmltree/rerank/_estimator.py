@@ -746,11 +746,17 @@ class Reranked(TopKEstimator):
             raise ModelFormatError(f"re-ranked model: no valid learner ({exc})") from None
         if not issubclass(learner_class, TopKEstimator) or learner_class is Reranked:
             raise ModelFormatError(f"re-ranked model: cannot re-rank a {learner_class.__name__}")
+        # The re-ranker's arrays confirm the width the learner claims before
+        # the learner allocates by it.
+        reranker = Reranker._from_state(reranker_params, arrays)
+        scorer = reranker.scorer_
+        claimed = learner_params.get("n_features") if isinstance(learner_params, dict) else None
+        if claimed is not None and claimed != scorer.n_features_:
+            raise ModelFormatError("re-ranked model: the re-ranker does not match the learner's "
+                                   "features or labels")
         estimator = learner_class._from_state(learner_params, {
             name[len(ESTIMATOR_PREFIX):]: array for name, array in arrays.items()
             if name.startswith(ESTIMATOR_PREFIX)})
-        reranker = Reranker._from_state(reranker_params, arrays)
-        scorer = reranker.scorer_
         try:
             n_labels = label_id_count(estimator)
         except ValueError as exc:  # a learner whose classes are not label ids
@@ -772,38 +778,23 @@ def rerank_top_k(estimator: TopKEstimator, reranker: Reranker, X,
     """
     n_candidates = check_k(max(k, reranker.n_candidates), estimator._n_outputs())
     labels, scores = estimator._predict_top_k(X, n_candidates)
-    return reranker._rerank(X, labels, scores, k)
+    labels, scores = reranker._rerank(X, labels, scores, k)
+    # One score dtype for every ranking a learner returns.
+    return labels, scores.astype(np.float32)
 
 
 def reranking_stage(model: TopKEstimator) -> Reranked:
-    """The re-ranking stage a loaded model carries.
-
-    The model itself if it is a :class:`Reranked`; for an LdSM fitted with
-    ``rerank=...``, its ``reranker_`` behind it.
+    """The re-ranking stage a loaded model is.
 
     Raises
     ------
     ValueError
-        If the model has no re-ranker.
+        If the model is not a :class:`Reranked` stage.
     """
     if isinstance(model, Reranked):
         return model
-    reranker = getattr(model, "reranker_", None)
-    if reranker is None:
-        raise ValueError("this model has no re-ranker; train it with a re-ranker (LdSM: "
-                         "rerank=...; any learner: xmltree.rerank.Reranked; command line: "
-                         "--rerank)")
-    stage = Reranked(model, Reranker(**reranker.get_params()))
-    stage.reranker_ = reranker
-    return stage
-
-
-def same_reranker(a: Reranker, b: Reranker) -> bool:
-    """True when two fitted re-rankers have identical settings and arrays."""
-    params_a, arrays_a = a._get_state()
-    params_b, arrays_b = b._get_state()
-    return params_a == params_b and arrays_a.keys() == arrays_b.keys() and all(
-        np.array_equal(arrays_a[name], arrays_b[name]) for name in arrays_a)
+    raise ValueError("this model has no re-ranker; train it with one (Python: "
+                     "xmltree.rerank.Reranked; command line: --rerank)")
 
 
 # ----------------------------------------------------------------------------- targets
