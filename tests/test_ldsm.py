@@ -831,3 +831,52 @@ def test_candidates_are_bounded_by_the_labels_and_tiny_c_is_refused():
     # A subnormal C makes the classifiers' 1 / (2C) infinite: refused, naming C.
     with pytest.raises(ValueError, match="C=5e-324"):
         LdSM(**linear, C=5e-324).fit(X, labels)
+
+
+class CountingLeaves:
+    """A toy third leaf model: it stores each label's training count and leaves
+    the forest's scores as they are (see ``xmltree.ldsm._leaf_models``)."""
+
+    ARRAY_PREFIX = "counting/"
+    RESCORES_CANDIDATES = False
+    MERGEABLE = True
+
+    def __init__(self, counts):
+        self.counts = counts
+
+    @classmethod
+    def fit(cls, forest, X, Y, settings, seed, n_threads):
+        return cls(np.diff(Y.tocsc().indptr).astype(np.int64))
+
+    def install(self, forest, settings):
+        pass
+
+    def get_state(self):
+        return {"total": int(self.counts.sum())}, {"counting/counts": self.counts}
+
+    @classmethod
+    def from_state(cls, params, arrays, n_features, n_labels):
+        counts = arrays.get("counting/counts")
+        if not isinstance(counts, np.ndarray) or counts.shape != (n_labels,) \
+                or int(counts.sum()) != params.get("total"):
+            raise ModelFormatError("counting leaves: counts missing or invalid")
+        return cls(counts)
+
+
+def test_a_third_leaf_model_is_one_class_and_one_registry_line(monkeypatch, tmp_path):
+    from xmltree.ldsm._leaf_models import LEAF_MODELS
+
+    monkeypatch.setitem(LEAF_MODELS, "counting", CountingLeaves)
+    X, labels, _ = clustered_problem(np.random.default_rng(0), 100)
+    model = LdSM(**{**FAST, "leaf_model": "counting"}, random_state=0).fit(X, labels)
+    histogram = LdSM(**FAST, random_state=0).fit(X, labels)
+    for got, want in zip(model.predict(X, k=3), histogram.predict(X, k=3)):
+        np.testing.assert_array_equal(got, want)
+    assert model.fit_seconds_.keys() == {"scaling", "trees", "counting_leaves"}
+    model.save(tmp_path / "model.npz")
+    loaded = LdSM.load(tmp_path / "model.npz")
+    np.testing.assert_array_equal(loaded._fitted_state().leaves.counts,
+                                  model._fitted_state().leaves.counts)
+    assert merge([loaded]).resolved_params_["leaf_model"] == "counting"
+    with pytest.raises(ValueError, match="leaf_model must be one of"):
+        LdSM(leaf_model="unknown").fit(X, labels)
