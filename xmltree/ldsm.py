@@ -65,7 +65,7 @@ from ._linear_leaves import (
     check_linear_leaves,
     fit_linear_leaves,
 )
-from ._scaling import FEATURE_SCALINGS, FeatureScaler
+from ._scaling import FEATURE_SCALINGS, FeatureScaler, feature_magnitude
 from ._streaming import predict_xc_file
 from ._strongest import keep_strongest
 from ._tree import Forest
@@ -134,8 +134,11 @@ class LdSM(TopKEstimator):
         qualifies for no child goes to the best-scoring one.
     weight_threshold : float or None, default=0.05
         Trained weights with a smaller magnitude are dropped, keeping nodes
-        sparse; ``None`` uses ``1 / n_features`` as the authors do. 0.05
-        stores fewer weights than the authors' choice at equal or better
+        sparse; ``None`` uses ``1 / n_features`` as the authors do. With
+        ``feature_scaling=None`` the threshold is divided by the root mean
+        square of the values the trees grow on (as a power of two, so 1 for
+        binary data): weights shrink as features grow, and features around
+        100 would otherwise lose every weight. 0.05 stores fewer weights than the authors' choice at equal or better
         precision (measured in ``benchmarks/README.md``).
     leaf_scores : {"distribution", "frequency"}, default="frequency"
         What a leaf scores each label of its training examples with: its
@@ -174,7 +177,8 @@ class LdSM(TopKEstimator):
         more closely.
     n_candidates : int, default=200
         Labels per example that linear leaves re-score at prediction, and
-        that make up the label neighbourhoods at training, >= 1.
+        that make up the label neighbourhoods at training, >= 1; at most the
+        number of labels is used (memory grows with rows x candidates).
     histogram_weight : float or "auto", default="auto"
         Exponent of the histogram score in the linear leaves' blend, in
         [0, 1]: 0 ranks by the classifiers alone, 1 by the histograms alone.
@@ -473,6 +477,7 @@ class LdSM(TopKEstimator):
         params["epochs"] = resolve_epochs(params["epochs"], X.shape[0], X.nnz, fitted_threshold,
                                           training_threshold)
         X_grow = X if max_row_features is None else keep_strongest(X, max_row_features)
+        params["weight_threshold"] /= feature_magnitude(X_grow, scaler.kind_)
         trees = _build_trees(X_grow, Y, params, seeds)
         del X_grow  # before the forest copies the trees, the peak of fit's memory
         _check_trees_finite(trees, params["learning_rate"])
@@ -484,7 +489,8 @@ class LdSM(TopKEstimator):
         if params["leaf_model"] == "linear":
             label_seed = seed_sequence.spawn(1)[0].generate_state(1, dtype=np.uint64)[0]
             self._set_linear_leaves(*fit_linear_leaves(
-                self._forest, X, Y, C=params["C"], n_candidates=params["n_candidates"],
+                self._forest, X, Y, C=params["C"],
+                n_candidates=min(params["n_candidates"], Y.shape[1]),
                 seed=int(label_seed), n_threads=n_threads(params["n_jobs"])))
             clock.lap("linear_leaves")
         reranker = make_reranker(params["rerank"])
@@ -536,7 +542,8 @@ class LdSM(TopKEstimator):
         self.label_weights_, self.label_bias_ = weights, bias
         histogram_weight = resolve_histogram_weight(
             self.histogram_weight, self._forest.threshold, ROUTING_THRESHOLDS[self.routing])
-        self._forest.use_label_models(weights, bias, n_candidates=self.n_candidates,
+        self._forest.use_label_models(weights, bias, n_candidates=min(self.n_candidates,
+                                                                     self.n_labels_),
                                       histogram_weight=histogram_weight,
                                       margin_scale=MARGIN_SCALE)
 
