@@ -138,8 +138,9 @@ class LdSM(TopKEstimator):
         ``feature_scaling=None`` the threshold is divided by the root mean
         square of the values the trees grow on (as a power of two, so 1 for
         binary data): weights shrink as features grow, and features around
-        100 would otherwise lose every weight. 0.05 stores fewer weights than the authors' choice at equal or better
-        precision (measured in ``benchmarks/README.md``).
+        100 would otherwise lose every weight. 0.05 stores fewer weights
+        than the authors' choice at equal or better precision (measured in
+        ``benchmarks/README.md``).
     leaf_scores : {"distribution", "frequency"}, default="frequency"
         What a leaf scores each label of its training examples with: its
         share of their label occurrences (the paper's normalised histogram,
