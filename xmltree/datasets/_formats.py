@@ -794,7 +794,9 @@ def read_arff(path, n_labels: int, labels_first: bool = False):
     """
     check_dimension("n_labels", n_labels, low=1)
     # Undecodable bytes become U+FFFD and then fail as bad names or values.
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    # Lines end at "\n" only, as in the other text formats: a lone "\r" is
+    # no line end, so errors name the line a text editor shows.
+    with open(path, encoding="utf-8", errors="replace", newline="\n") as handle:
         lines = enumerate(handle, start=1)
         attributes = _read_arff_header(lines, path)
         roles = _arff_roles(attributes, int(n_labels), labels_first, path)
