@@ -222,7 +222,7 @@ def test_feature_slots_order_features_by_use_then_id(n_ids, n_used):
 def test_a_claimed_feature_count_costs_the_forest_8_bytes_a_feature(problem, tmp_path):
     # No array of an "l2" LdSM file confirms n_features: the forest's
     # feature slots are its only cost; they used to take about 36 bytes a
-    # feature at peak (3.6 GB and 30 s for 10**8).
+    # feature at peak (benchmarks/README.md, "Claimed sizes in model files").
     X, Y = problem
     LdSM(**SMALL, feature_scaling="l2").fit(X, Y).save(tmp_path / "model.npz")
     with np.load(tmp_path / "model.npz") as archive:
