@@ -663,6 +663,14 @@ def test_read_arff_reports_bad_input(tmp_path, data_rows, n_labels, line, words)
     assert words in info.value.problem
 
 
+def test_a_finite_value_beyond_float32_is_not_called_only_nan_or_infinite(tmp_path):
+    path = tmp_path / "large.txt"
+    path.write_bytes(b"1 2 1\n0 0:1 1:1e300\n")
+    with pytest.raises(DataFormatError, match="too large for float32") as info:
+        read_xc(path)
+    assert info.value.line == 2
+
+
 def test_read_arff_counts_lines_at_newlines_only(tmp_path):
     # A lone CR ended a line for Python's text mode: errors named line 3 of
     # a file of two (found by the reader fuzzer, issue 32).

@@ -258,12 +258,12 @@ def _check_values(values: np.ndarray, what: str) -> np.ndarray:
         raise DataFormatError(f"{what}: has complex values; features must be real numbers")
     if values.dtype.kind not in "biuf":
         raise DataFormatError(f"{what}: has values of type {values.dtype}, not real numbers")
-    if values.dtype.kind == "f" and values.size:
-        if not np.all(np.isfinite(values)):
-            raise DataFormatError(f"{what}: contains NaN or infinite values")
+    if values.dtype.kind == "f" and not np.all(np.isfinite(values)):
+        raise DataFormatError(f"{what}: contains NaN or infinite values")
+    if values.dtype.kind == "f" and values.dtype.itemsize > 4 and values.size:
         # max and min rather than abs: no temporary copy of a large array.
         largest = max(float(values.max()), -float(values.min()))
-        if values.dtype.itemsize > 4 and largest > _FLOAT32_MAX:
+        if largest > _FLOAT32_MAX:
             raise DataFormatError(f"{what}: value {largest:g} is too large for float32 "
                                   f"(at most {_FLOAT32_MAX:g})")
     return values
@@ -283,8 +283,8 @@ def check_labels(Y, *, n_samples: int | None = None, n_labels: int | None = None
         Either a 0/1 indicator matrix of shape (n_samples, n_labels), as a
         NumPy array or a sparse matrix (whose stored values must all be 1
         or 0; stored zeros are dropped, and repeated entries of a sparse
-        matrix add up, so a label given twice is refused), or one iterable of distinct
-        non-negative integer label ids per sample (``[[0, 3], [], [2]]``);
+        matrix add up, so a label given twice is refused), or one iterable
+        of distinct non-negative integer label ids per sample (``[[0, 3], [], [2]]``);
         an empty list is a sample with no labels. Lists of lists are always
         label ids: an indicator row given as a list repeats 0 or 1, which is
         refused rather than read as ids.

@@ -63,7 +63,9 @@ _PARSE_PROBLEMS = {
     ParseErrorCode.BAD_LABEL_LIST: "malformed label list {token!r} (expected ids like 3,17,42)",
     ParseErrorCode.BAD_FEATURE_TOKEN: "malformed {entry} token {token!r} (expected id:value)",
     ParseErrorCode.BAD_VALUE: "value in {token!r} is not a number",
-    ParseErrorCode.NON_FINITE_VALUE: "value in {token!r} is NaN or infinite",
+    ParseErrorCode.NON_FINITE_VALUE: (
+        "value in {token!r} is NaN or infinite, or too large for float32"
+    ),
     ParseErrorCode.NEGATIVE_ID: "negative id in {token!r}",
     ParseErrorCode.ID_TOO_LARGE: "id in {token!r} does not fit in a 32-bit integer",
     ParseErrorCode.DUPLICATE_FEATURE: "{entry} id {value} appears more than once in the row",

@@ -92,9 +92,10 @@ def open_csr_npy(directory, mmap_mode: str = "r") -> sp.csr_matrix:
     ValueError
         On another ``mmap_mode``.
     DataFormatError
-        If a file is damaged (not a readable ``.npy`` file), holds the wrong
-        dtype, NaN or infinite values or stored zeros, or the arrays do not form a valid
-        CSR matrix; the message names the file.
+        If a file is damaged (not a readable ``.npy`` file, or one whose
+        header only Python 2 wrote), holds the wrong dtype, NaN or infinite
+        values or stored zeros, or the arrays do not form a valid CSR
+        matrix; the message names the file.
     """
     if mmap_mode not in ("r", "c"):
         raise ValueError(f"mmap_mode must be 'r' or 'c', got {mmap_mode!r}")
