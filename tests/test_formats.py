@@ -663,6 +663,29 @@ def test_read_arff_reports_bad_input(tmp_path, data_rows, n_labels, line, words)
     assert words in info.value.problem
 
 
+def test_a_finite_value_beyond_float32_is_not_called_only_nan_or_infinite(tmp_path):
+    path = tmp_path / "large.txt"
+    path.write_bytes(b"1 2 1\n0 0:1 1:1e300\n")
+    with pytest.raises(DataFormatError, match="too large for float32") as info:
+        read_xc(path)
+    assert info.value.line == 2
+
+
+def test_read_arff_counts_lines_at_newlines_only(tmp_path):
+    # A lone CR ended a line for Python's text mode: errors named line 3 of
+    # a file of two (found by the reader fuzzer, issue 32).
+    path = tmp_path / "cr.arff"
+    path.write_bytes(b"@relation r\n@attribute a numeric\r!\n@attribute b {0,1}\n@data\n1,1\n")
+    with pytest.raises(DataFormatError, match="unsupported type") as info:
+        read_arff(path, n_labels=1)
+    assert info.value.line == 2
+    crlf = tmp_path / "crlf.arff"
+    crlf.write_bytes(b"@relation r\r\n@attribute a numeric\r\n@attribute b {0,1}\r\n@data\r\n"
+                     b"1.5,1\r\n")
+    X, Y = read_arff(crlf, n_labels=1)
+    assert X.toarray().tolist() == [[1.5]] and Y.toarray().tolist() == [[1.0]]
+
+
 def test_read_arff_rejects_bad_headers_and_parameters(tmp_path):
     path = write_text(tmp_path, "a.arff", "@relation r\n@attribute s string\n@data\n")
     with pytest.raises(DataFormatError, match="unsupported type") as info:

@@ -7,6 +7,7 @@ derandomized budget, so CI tries the same cases every time;
 
 import importlib.util
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -48,3 +49,46 @@ def test_damage_reaches_json_values_and_arrays():
     fuzz_models.mutate_array(arrays, 0, "value", 1, -1, None)
     fuzz_models.mutate_array(arrays, 1, "delete", 0, 0, None)
     assert arrays["a"].tolist() == [0, -1, 2] and "b" not in arrays
+
+
+def size_fields(meta: dict) -> list[tuple]:
+    """Paths of the integer counts (``n_*``) in a model's metadata."""
+    def value_at(path):
+        value = meta
+        for key in path:
+            value = value[key]
+        return value
+    return [path for path in fuzz_models.json_paths(meta)[1:]
+            if isinstance(path[-1], str) and path[-1].startswith("n_")
+            and type(value_at(path)) is int]
+
+
+@pytest.mark.parametrize("kind", fuzz_models.MODEL_KINDS)
+def test_every_claimed_count_is_checked_before_memory_is_spent_on_it(kind, tmp_path):
+    # Each count in turn claims 10**8 or 2**31 - 1: the file is refused, or
+    # loads and predicts, without numpy allocating by the claim (traced).
+    meta, arrays = fuzz_models.saved_state(kind)
+    fields = [path for path in size_fields(meta)
+              if (kind, path[-1]) not in fuzz_models.UNBOUNDED]
+    assert fields
+    for path in fields:
+        for claim in (10**8, 2**31 - 1):
+            damaged = fuzz_models.copy.deepcopy(meta)
+            parent = damaged
+            for key in path[:-1]:
+                parent = parent[key]
+            parent[path[-1]] = claim
+            model_file = tmp_path / "model.npz"
+            text = fuzz_models.json.dumps(damaged).encode()
+            fuzz_models.np.savez(model_file, **arrays,
+                                 __meta__=fuzz_models.np.frombuffer(text, dtype="uint8"))
+            tracemalloc.start()
+            try:
+                model = fuzz_models.xmltree.load(model_file)
+                fuzz_models.probe(model, 3)
+            except fuzz_models.ModelFormatError:
+                pass
+            finally:
+                peak = tracemalloc.get_traced_memory()[1]
+                tracemalloc.stop()
+            assert peak < 50 * 2**20, (path, claim, peak)

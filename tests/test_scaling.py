@@ -30,6 +30,19 @@ def test_tfidf_is_sublinear_tf_times_smoothed_idf_then_unit_rows():
     assert scaler.idf_[3] == 0  # a feature no training row has
 
 
+def test_tfidf_never_flips_the_sign_of_fractional_weights():
+    weighted = check_features(sp.csr_matrix(np.array([[0.1, 0.3, -0.2, 2.0]], dtype=np.float32)))
+    scaler = FeatureScaler("tfidf").fit(weighted)
+    scaled = scaler.transform(weighted).toarray()[0]
+    assert np.array_equal(np.sign(scaled), [1, 1, -1, 1])
+    # Below 1 the term frequency is the value itself: continuous and increasing at 1.
+    ones = np.ones(4, dtype=np.float32)
+    scaler.idf_ = ones
+    raw = scaler.transform(weighted).toarray()[0] * np.linalg.norm([0.1, 0.3, 0.2,
+                                                                      1 + np.log(2)])
+    np.testing.assert_allclose(raw, [0.1, 0.3, -0.2, 1 + np.log(2)], rtol=1e-6)
+
+
 def test_unseen_features_get_no_weight_and_do_not_shrink_known_ones():
     scaler = FeatureScaler("tfidf").fit(counts())
     new = check_features(sp.csr_matrix(np.array([[0, 0, 1, 5]], dtype=np.float32)))

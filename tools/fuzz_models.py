@@ -70,13 +70,14 @@ from xmltree.rerank import Reranked, Reranker  # noqa: E402
 #: Seconds one case may take: the models and data are tiny.
 TIME_LIMIT = 30.0
 
-#: Left to the owner of LdSM's forest: ``Forest`` allocates 12 bytes per
-#: feature of ``n_features`` when it is built and 13 bytes per label of
-#: ``n_labels`` per thread when it predicts, and no array of an LdSM file
-#: without a re-ranker can confirm either count: such a file claiming 2**31 - 1
-#: features makes it allocate and write 24 GiB, or labels fail every
-#: prediction with a MemoryError. Until then such values are not drawn there.
-UNBOUNDED = {("ldsm", "n_features"), ("ldsm", "n_labels")}
+#: Left to the owner of LdSM's forest: ``Forest`` keeps a slot per feature
+#: of ``n_features`` (8 bytes a feature while it is built) and allocates a
+#: block per feature when it predicts, and no array of an LdSM file with
+#: "l2" or no feature scaling confirms that count: such a file claiming
+#: 2**31 - 1 features makes it allocate 17 GiB. Until the kernels bound their
+#: lookups by the features the weights use, such values are not drawn there.
+#: (``n_labels`` is drawn: the linear leaves' arrays confirm it.)
+UNBOUNDED = {("ldsm", "n_features")}
 
 # --------------------------------------------------------------------------
 # Valid models, fitted once

@@ -6,7 +6,9 @@ therefore normalise rows internally. :class:`FeatureScaler` does the same
 inside an estimator, so that users can hand in features as they have them:
 
 ``"tfidf"``
-    Sublinear term frequency ``1 + log|x|`` (sign kept), times the inverse
+    Sublinear term frequency ``1 + log|x|`` for ``|x| >= 1`` and ``|x|``
+    itself below 1 (sign kept, so a weight in (0, 1/e) is never made
+    negative; the two pieces meet with equal slope at 1), times the inverse
     document frequency ``log((1 + n) / (1 + df)) + 1`` of the training rows,
     then each row scaled to unit Euclidean norm. Features no training row
     has get weight 0: nothing was learned about them, and they would
@@ -33,7 +35,7 @@ import scipy.sparse as sp
 
 from .exceptions import ModelFormatError
 
-__all__ = ["FEATURE_SCALINGS", "FeatureScaler"]
+__all__ = ["FEATURE_SCALINGS", "FeatureScaler", "feature_magnitude"]
 
 #: The values of an estimator's ``feature_scaling`` parameter.
 FEATURE_SCALINGS = ("auto", "tfidf", "l2", None)
@@ -100,10 +102,7 @@ class FeatureScaler:
             return X
         values = X.data.astype(np.float64)
         if self.kind_ == "tfidf":
-            magnitude = np.abs(values)
-            logged = np.where(magnitude > 0, 1.0 + np.log(np.where(magnitude > 0, magnitude, 1.0)),
-                              0.0)
-            values = np.sign(values) * logged * self.idf_[X.indices]
+            values = np.sign(values) * _sublinear(np.abs(values)) * self.idf_[X.indices]
         values = _unit_rows(values, X.indptr)
         scaled = sp.csr_matrix(X.shape, dtype=np.float32)
         # Assigned, not passed to the constructor, which may narrow the
@@ -144,9 +143,48 @@ class FeatureScaler:
         return scaler
 
 
+def feature_magnitude(X: sp.csr_matrix, kind: str) -> float:
+    """The scale of features fitted with scaling `kind`, for scale-free weight thresholds.
+
+    A router trained on features ``c`` times larger needs weights ``c``
+    times smaller, so a fixed threshold on weight magnitudes would drop
+    all of them (values around 100: trees of one node). Scaled rows
+    (``"tfidf"``, ``"l2"``) are the scale the thresholds are set for: 1.
+    Features as given (``"none"``): the root mean square of the non-zero
+    values, rounded to the nearest power of two, so that binary features
+    and values within a factor sqrt(2) of 1 keep the threshold exactly, and
+    dividing by it is exact.
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix
+        Checked training features, after the scaling.
+    kind : {"tfidf", "l2", "none"}
+        The resolved scaling (``FeatureScaler.kind_``).
+
+    Returns
+    -------
+    float
+        A power of two (1.0 for scaled or empty features).
+    """
+    if kind != "none" or not X.data.size:
+        return 1.0
+    root_mean_square = np.sqrt(np.mean(np.square(X.data, dtype=np.float64)))
+    return float(2.0 ** round(np.log2(root_mean_square))) if root_mean_square > 0 else 1.0
+
+
 def _counts(values: np.ndarray) -> bool:
     """Whether every value is a non-negative integer (counts or 0/1)."""
     return bool(np.all(values >= 0) and np.all(values == np.floor(values)))
+
+
+def _sublinear(magnitude: np.ndarray) -> np.ndarray:
+    """``1 + log m`` for ``m >= 1``, ``m`` below: never negative, unchanged on counts.
+
+    ``1 + log m`` alone turns a fractional weight below 1/e (0.1 -> -1.3)
+    into a negative one, flipping its sign.
+    """
+    return np.where(magnitude >= 1.0, 1.0 + np.log(np.maximum(magnitude, 1.0)), magnitude)
 
 
 def _idf(X: sp.csr_matrix) -> np.ndarray:

@@ -191,30 +191,28 @@ def check_features(X, *, n_features: int | None = None, what: str = "X") -> sp.c
     -------
     scipy.sparse.csr_matrix
         float32 values, int32 indices, int64 indptr, sorted without
-        duplicates, no NaN or infinite values. A copy is made only when a
-        conversion is needed.
+        duplicates or stored zeros, no NaN or infinite values. Values too
+        small for float32 (such as 1e-50) become zeros and, like explicit
+        zeros, are not stored: the same data gives the same matrix however
+        it was stored. A copy is made only when a conversion is needed.
 
     Raises
     ------
     DataFormatError
-        On non-2-D input, non-finite values, too many columns, or a sparse
-        matrix whose own arrays are inconsistent (checked before scipy
-        touches them).
+        On non-2-D input, values that are not real numbers (strings,
+        complex numbers), NaN or infinite values, finite values too large
+        for float32, too many columns, or a sparse matrix whose own arrays
+        are inconsistent (checked before scipy touches them).
     """
     if sp.issparse(X):
-        X = _canonical_csr(_check_sparse_structure(X, what), what)
+        X = _check_sparse_structure(X, what)
+        _check_values(X.data, what)
+        X = _canonical_csr(X, what, drop_zeros=True)
     else:
-        try:
-            dense = np.asarray(X, dtype=np.float32)
-        except (TypeError, ValueError) as exc:
-            raise DataFormatError(f"{what}: cannot be converted to a float array ({exc})") from exc
+        dense = _check_values(_dense_array(X, what), what)
         if dense.ndim != 2:
             raise DataFormatError(f"{what}: expected a 2-D array, got {dense.ndim}-D")
-        if not np.all(np.isfinite(dense)):
-            raise DataFormatError(f"{what}: contains NaN or infinite values")
-        X = sp.csr_matrix(dense)
-    if X.data.size and not np.all(np.isfinite(X.data)):
-        raise DataFormatError(f"{what}: contains NaN or infinite values")
+        X = sp.csr_matrix(dense.astype(np.float32, copy=False))
     if n_features is not None:
         if X.shape[1] > n_features:
             raise DataFormatError(
@@ -229,6 +227,52 @@ def check_features(X, *, n_features: int | None = None, what: str = "X") -> sp.c
     return X
 
 
+def _dense_array(X, what: str) -> np.ndarray:
+    """``X`` as a NumPy array of real numbers, without parsing strings as numbers.
+
+    Object arrays (mixed Python numbers) are converted element by element to
+    float64 only when every element is a real number.
+    """
+    try:
+        array = np.asarray(X)
+        if array.dtype == object and all(isinstance(value, numbers.Real)
+                                         for value in array.flat):
+            array = array.astype(np.float64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise DataFormatError(f"{what}: cannot be converted to a float array ({exc})") from exc
+    return array
+
+
+def _check_values(values: np.ndarray, what: str) -> np.ndarray:
+    """Refuse values float32 cannot hold: non-real, NaN or infinite, or too large.
+
+    Checked before the conversion to float32, which would turn 1e300 into
+    infinity and complex numbers into their real part.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``values`` itself.
+    """
+    if values.dtype.kind == "c":
+        raise DataFormatError(f"{what}: has complex values; features must be real numbers")
+    if values.dtype.kind not in "biuf":
+        raise DataFormatError(f"{what}: has values of type {values.dtype}, not real numbers")
+    if values.dtype.kind == "f" and not np.all(np.isfinite(values)):
+        raise DataFormatError(f"{what}: contains NaN or infinite values")
+    if values.dtype.kind == "f" and values.dtype.itemsize > 4 and values.size:
+        # max and min rather than abs: no temporary copy of a large array.
+        largest = max(float(values.max()), -float(values.min()))
+        if largest > _FLOAT32_MAX:
+            raise DataFormatError(f"{what}: value {largest:g} is too large for float32 "
+                                  f"(at most {_FLOAT32_MAX:g})")
+    return values
+
+
+#: The largest finite float32, the features' storage type.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def check_labels(Y, *, n_samples: int | None = None, n_labels: int | None = None,
                  what: str = "Y") -> sp.csr_matrix:
     """Return the label sets ``Y`` as a validated binary CSR matrix.
@@ -237,8 +281,10 @@ def check_labels(Y, *, n_samples: int | None = None, n_labels: int | None = None
     ----------
     Y : array-like, scipy sparse matrix, or iterable of label lists
         Either a 0/1 indicator matrix of shape (n_samples, n_labels), as a
-        NumPy array or a sparse matrix, or one iterable of distinct
-        non-negative integer label ids per sample (``[[0, 3], [], [2]]``);
+        NumPy array or a sparse matrix (whose stored values must all be 1
+        or 0; stored zeros are dropped, and repeated entries of a sparse
+        matrix add up, so a label given twice is refused), or one iterable
+        of distinct non-negative integer label ids per sample (``[[0, 3], [], [2]]``);
         an empty list is a sample with no labels. Lists of lists are always
         label ids: an indicator row given as a list repeats 0 or 1, which is
         refused rather than read as ids.
@@ -261,11 +307,10 @@ def check_labels(Y, *, n_samples: int | None = None, n_labels: int | None = None
         values, or a row count that disagrees with ``n_samples``.
     """
     if sp.issparse(Y):
-        Y = _canonical_csr(_check_sparse_structure(Y, what), what, drop_zeros=True)
+        Y = _check_binary(_canonical_csr(_check_sparse_structure(Y, what), what,
+                                         drop_zeros=True), what)
     elif isinstance(Y, np.ndarray):
-        Y = _canonical_csr(Y, what, drop_zeros=True)
-        if Y.data.size and not np.all(Y.data == 1):
-            raise DataFormatError(f"{what}: label indicator matrix must contain only 0 and 1")
+        Y = _check_binary(_canonical_csr(Y, what, drop_zeros=True), what)
         if n_labels is not None and Y.shape[1] != n_labels:
             if Y.shape[1] > n_labels:
                 raise DataFormatError(f"{what}: has {Y.shape[1]} labels, expected {n_labels}")
@@ -278,6 +323,17 @@ def check_labels(Y, *, n_samples: int | None = None, n_labels: int | None = None
     Y.indices = Y.indices.astype(np.int32, copy=False)
     Y.indptr = Y.indptr.astype(np.int64, copy=False)
     check_csr_structure(Y.indptr, Y.indices, Y.shape, what)
+    return Y
+
+
+def _check_binary(Y: sp.csr_matrix, what: str) -> sp.csr_matrix:
+    """Refuse an indicator matrix with a stored value other than 1 (zeros are dropped)."""
+    if Y.data.size and not np.all(Y.data == 1):
+        bad = int(np.flatnonzero(Y.data != 1)[0])
+        row = int(np.searchsorted(Y.indptr, bad, side="right")) - 1
+        raise DataFormatError(
+            f"{what}: label indicator matrix must contain only 0 and 1; row {row} has "
+            f"{Y.data[bad]:g} for label {Y.indices[bad]} (repeated sparse entries add up)")
     return Y
 
 

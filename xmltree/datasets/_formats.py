@@ -63,7 +63,9 @@ _PARSE_PROBLEMS = {
     ParseErrorCode.BAD_LABEL_LIST: "malformed label list {token!r} (expected ids like 3,17,42)",
     ParseErrorCode.BAD_FEATURE_TOKEN: "malformed {entry} token {token!r} (expected id:value)",
     ParseErrorCode.BAD_VALUE: "value in {token!r} is not a number",
-    ParseErrorCode.NON_FINITE_VALUE: "value in {token!r} is NaN or infinite",
+    ParseErrorCode.NON_FINITE_VALUE: (
+        "value in {token!r} is NaN or infinite, or too large for float32"
+    ),
     ParseErrorCode.NEGATIVE_ID: "negative id in {token!r}",
     ParseErrorCode.ID_TOO_LARGE: "id in {token!r} does not fit in a 32-bit integer",
     ParseErrorCode.DUPLICATE_FEATURE: "{entry} id {value} appears more than once in the row",
@@ -316,24 +318,13 @@ def write_xc(path, X, Y) -> None:
     """
     # The checks refuse ids beyond int32 before converting them: nothing is
     # written wrapped (2**32 + 1 as 1).
-    X = _without_stored_zeros(check_features(X))
+    X = check_features(X)  # stored zeros dropped: never written
     Y = check_labels(Y, n_samples=X.shape[0])
     with atomic_write(path, "w", encoding="ascii", newline="\n") as handle:
         handle.write(f"{X.shape[0]} {X.shape[1]} {Y.shape[1]}\n")
         for block in _xc_lines(X, Y):
             handle.write(block)
     logger.debug("wrote %d rows to %s", X.shape[0], path)
-
-
-def _without_stored_zeros(X: sp.csr_matrix) -> sp.csr_matrix:
-    """Return ``X`` without explicitly stored zeros, leaving the caller's matrix alone."""
-    kept = X.data != 0
-    if kept.all():
-        return X
-    row_of_entry = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-    indptr = np.zeros(X.shape[0] + 1, dtype=np.int64)
-    np.cumsum(np.bincount(row_of_entry[kept], minlength=X.shape[0]), out=indptr[1:])
-    return _csr(indptr, X.indices[kept], X.data[kept], X.shape[1])
 
 
 def _value_strings(values: np.ndarray) -> np.ndarray:
@@ -696,8 +687,10 @@ def read_libsvm(
     Raises
     ------
     DataFormatError
-        On malformed rows, ids out of range, feature id 0 with
-        ``zero_based=False``, or a header that disagrees with the rows.
+        On malformed rows, ids out of range (without a header, an id of
+        ``2**31 - 1`` or more, whose column count int32 cannot hold), feature
+        id 0 with ``zero_based=False``, or a header that disagrees with the
+        rows.
     ValueError
         If ``zero_based`` is not True, False or "auto", or ``n_features`` or
         ``n_labels`` is not None or an integer in ``[0, 2**31 - 1]``.
@@ -749,6 +742,10 @@ def _headerless_matrices(arrays, n_features, n_labels, path):
         (label_indptr, label_indices, n_labels, "label"),
     ):
         if requested is None:
+            # The column count is the largest id + 1, and must fit int32
+            # like a header's D and L (MAX_DIMENSION).
+            why = f"without a header, ids must be below {MAX_DIMENSION} (int32 column counts)"
+            _check_ids(indptr, indices, indices >= MAX_DIMENSION, what, why, 1, path)
             shapes.append(int(indices.max()) + 1 if indices.size else 0)
         else:
             why = f"n_{what}s={requested}"
@@ -799,7 +796,9 @@ def read_arff(path, n_labels: int, labels_first: bool = False):
     """
     check_dimension("n_labels", n_labels, low=1)
     # Undecodable bytes become U+FFFD and then fail as bad names or values.
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    # Lines end at "\n" only, as in the other text formats: a lone "\r" is
+    # no line end, so errors name the line a text editor shows.
+    with open(path, encoding="utf-8", errors="replace", newline="\n") as handle:
         lines = enumerate(handle, start=1)
         attributes = _read_arff_header(lines, path)
         roles = _arff_roles(attributes, int(n_labels), labels_first, path)

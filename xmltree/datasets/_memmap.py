@@ -12,6 +12,7 @@ shares the one mapping.
 from __future__ import annotations
 
 import tokenize
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -91,9 +92,10 @@ def open_csr_npy(directory, mmap_mode: str = "r") -> sp.csr_matrix:
     ValueError
         On another ``mmap_mode``.
     DataFormatError
-        If a file is damaged (not a readable ``.npy`` file), holds the wrong
-        dtype or NaN or infinite values, or the arrays do not form a valid
-        CSR matrix; the message names the file.
+        If a file is damaged (not a readable ``.npy`` file, or one whose
+        header only Python 2 wrote), holds the wrong dtype, NaN or infinite
+        values or stored zeros, or the arrays do not form a valid CSR
+        matrix; the message names the file.
     """
     if mmap_mode not in ("r", "c"):
         raise ValueError(f"mmap_mode must be 'r' or 'c', got {mmap_mode!r}")
@@ -106,6 +108,11 @@ def open_csr_npy(directory, mmap_mode: str = "r") -> sp.csr_matrix:
         raise DataFormatError("data.npy and indices.npy differ in length", path=directory)
     if not np.isfinite(arrays["data"]).all():
         raise DataFormatError("contains NaN or infinite values", path=directory / "data.npy")
+    if not arrays["data"].all():
+        # fit and predict drop stored zeros (so that they cannot change the
+        # model), which would copy the mapped matrix into memory.
+        raise DataFormatError("contains stored zeros, which write_csr_npy never writes",
+                              path=directory / "data.npy")
     matrix = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=shape,
                            copy=False)
     matrix.has_canonical_format = True
@@ -115,8 +122,13 @@ def open_csr_npy(directory, mmap_mode: str = "r") -> sp.csr_matrix:
 def _load_array(path: Path, dtype, mmap_mode: str) -> np.ndarray:
     """Map one 1-D ``.npy`` file of the given dtype; any damage is a DataFormatError."""
     try:
-        array = np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
-    except _DAMAGED_NPY as exc:
+        with warnings.catch_warnings():
+            # numpy warns, and then guesses, when a header only parses after
+            # rewriting it as Python 2 wrote headers; write_csr_npy never
+            # writes one, so such a file is damaged, not to be guessed at.
+            warnings.simplefilter("error", UserWarning)
+            array = np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
+    except (*_DAMAGED_NPY, UserWarning) as exc:
         raise DataFormatError(f"not a readable .npy file ({type(exc).__name__}: {exc})",
                               path=path) from exc
     if array.dtype != dtype or array.ndim != 1:

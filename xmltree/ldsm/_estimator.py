@@ -92,9 +92,13 @@ class LdSM(TopKEstimator):
         qualifies for no child goes to the best-scoring one.
     weight_threshold : float or None, default=0.05
         Trained weights with a smaller magnitude are dropped, keeping nodes
-        sparse; ``None`` uses ``1 / n_features`` as the authors do. 0.05
-        stores fewer weights than the authors' choice at equal or better
-        precision (measured in ``benchmarks/README.md``).
+        sparse; ``None`` uses ``1 / n_features`` as the authors do. With
+        ``feature_scaling=None`` the threshold is divided by the root mean
+        square of the values the trees grow on (as a power of two, so 1 for
+        binary data): weights shrink as features grow, and features around
+        100 would otherwise lose every weight. 0.05 stores fewer weights
+        than the authors' choice at equal or better precision (measured in
+        ``benchmarks/README.md``).
     leaf_scores : {"distribution", "frequency"}, default="frequency"
         What a leaf scores each label of its training examples with: its
         share of their label occurrences (the paper's normalised histogram,
@@ -132,7 +136,8 @@ class LdSM(TopKEstimator):
         more closely.
     n_candidates : int, default=200
         Labels per example that linear leaves re-score at prediction, and
-        that make up the label neighbourhoods at training, >= 1.
+        that make up the label neighbourhoods at training, >= 1; at most the
+        number of labels is used (memory grows with rows x candidates).
     histogram_weight : float or "auto", default="auto"
         Exponent of the histogram score in the linear leaves' blend, in
         [0, 1]: 0 ranks by the classifiers alone, 1 by the histograms alone.

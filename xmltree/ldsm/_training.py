@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from .._base import n_threads
 from .._fit_progress import PhaseClock, TreeProgress
-from .._scaling import FeatureScaler
+from .._scaling import FeatureScaler, feature_magnitude
 from .._validation import take_rows
 from ..exceptions import DataFormatError
 from ._auto_settings import (
@@ -75,6 +75,7 @@ def fit_model(params: dict, X: sp.csr_matrix, Y: sp.csr_matrix) -> tuple[FittedL
     seeds = seed_sequence.generate_state(first + settings["n_trees"], dtype=np.uint64)[first:]
     max_row_features = settings["max_row_features"]
     X_grow = X if max_row_features is None else keep_strongest(X, max_row_features)
+    settings["weight_threshold"] /= feature_magnitude(X_grow, scaler.kind_)
     trees = build_trees(X_grow, Y, settings, seeds)
     del X_grow  # before the forest copies the trees, the peak of fit's memory
     check_trees_finite(trees, settings["learning_rate"])
