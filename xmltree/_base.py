@@ -361,11 +361,12 @@ class TopKEstimator(Estimator):
 
         Returns
         -------
-        scipy.sparse.csr_matrix of shape (n_samples, n_labels), float64
-            The kept scores. Columns are label ids; for a learner whose
-            labels are names, positions in its ``classes_`` (the row's
-            labels are ``classes_[row.indices]``). It is a score matrix the
-            functions of :mod:`xmltree.metrics` take.
+        scipy.sparse.csr_matrix of shape (n_samples, n_labels)
+            The kept scores, of the dtype of :meth:`predict_top_k`'s
+            scores. Columns are label ids; for a learner whose labels are
+            names, positions in its ``classes_`` (the row's labels are
+            ``classes_[row.indices]``). It is a score matrix the functions
+            of :mod:`xmltree.metrics` take.
 
         Raises
         ------
@@ -384,8 +385,8 @@ class TopKEstimator(Estimator):
         ids = predicted_ids(self, labels)
         keep = (ids >= 0) & (scores >= threshold)
         rows = np.repeat(np.arange(X.shape[0]), keep.sum(axis=1))
-        return sp.csr_matrix((scores[keep].astype(np.float64), (rows, ids[keep])),
-                             shape=(X.shape[0], n_labels))
+        return sp.csr_matrix((scores[keep], (rows, ids[keep])), shape=(X.shape[0], n_labels),
+                             dtype=scores.dtype)
 
     def _labels_above(self, X, threshold: float,
                       n_labels: int) -> tuple[np.ndarray, np.ndarray]:
