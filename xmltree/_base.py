@@ -91,6 +91,10 @@ THREADS_PER_CORE = 2
 _KINDS: dict[str, type] = {}
 
 
+#: The key of a model file's parameters under which ``save`` stores ``training_``.
+TRAINING_KEY = "training"
+
+
 def estimator_class(kind) -> type:
     """The estimator class of a model kind read from a file.
 
@@ -203,6 +207,10 @@ class Estimator:
             Before the model is fitted.
         """
         params, arrays = self._get_state()
+        training = getattr(self, "training_", None)
+        if training is not None:
+            # Beside the state, not in it: read by ``xmltree info``, never by a prediction.
+            params = {**params, TRAINING_KEY: training}
         save_model(path, self._KIND, params, arrays)
 
     def __reduce__(self):
@@ -256,9 +264,13 @@ class Estimator:
         """
         try:
             params, arrays = cls._upgrade_state(stored.version, stored.params, stored.arrays)
-            return cls._from_state(params, arrays)
+            model = cls._from_state(params, arrays)
         except ModelFormatError as exc:
             raise ModelFormatError(f"{path}: {exc}") from exc
+        training = stored.params.get(TRAINING_KEY)
+        if isinstance(training, dict):  # kept when the model is saved again
+            model.training_ = training
+        return model
 
     @classmethod
     def _upgrade_state(cls, version: int, params: dict, arrays: dict) -> tuple[dict, dict]:

@@ -5,6 +5,7 @@ Subcommands
 demo       train and evaluate LdSM on a built-in synthetic problem (or on files)
 train      fit a model on a data file and save it
 predict    write the top-k labels of every row of a data file
+info       what a model file holds: learner, settings, structure, sizes, training
 evaluate   score a prediction file against true labels
 datasets   list the dataset registry, or summarise a data file
 benchmark  the scale benchmark on synthetic data with published shapes (JSON report)
@@ -139,6 +140,14 @@ def _build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", action="store_true", help="print JSON")
     _add_format_option(evaluate)
     evaluate.set_defaults(handler=_run_evaluate)
+
+    info = commands.add_parser(
+        "info", help="what a model file holds",
+        description="Print a model file's learner, format version, trees, nodes, leaves, "
+        "labels and features, the size of each part, how it was trained (data shape, fit "
+        "time), and every setting as stored.")
+    info.add_argument("model", type=Path, help="a model file written by 'train' or save()")
+    info.set_defaults(handler=_run_info)
 
     datasets = commands.add_parser("datasets", help="dataset registry and file statistics")
     datasets_commands = datasets.add_subparsers(dest="datasets_command", metavar="ACTION",
@@ -608,6 +617,14 @@ def _predict_text(model, data: Path, args) -> int:
         out.writelines(lines)
     logger.info("wrote top-%d labels of %d documents to %s", args.k, len(texts),
                 args.output or "standard output")
+    return 0
+
+
+def _run_info(args) -> int:
+    from ._model_info import describe_model_file
+
+    _check_regular_file(args.model, "MODEL")
+    print(describe_model_file(args.model))
     return 0
 
 
