@@ -11,6 +11,10 @@ forked child (``xmltree.benchmark.measure``): P@1/3/5, PSP@5, fit seconds
   ``TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2))`` then omikuji Parabel,
   omikuji Bonsai, napkinXC PLT or PECOS XR-Linear (if ``libpecos`` is installed).
 
+``--pipelines tfidf-ldsm xmltree-histogram-weight-0`` adds two diagnostics: LdSM on the
+scikit-learn tf-idf features (the learner on the peers' features), and TextClassifier with
+``LdSM(histogram_weight=0.0)``.
+
 ``--tune`` instead scores vectoriser settings of ``TextClassifier`` on held-out rows of
 the *training* split (never the test split).
 
@@ -33,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 from _common import DEFAULT_CORPORA, DEFAULT_DATA_HOME, write_json
+from bench_ldsm import _pad  # rows of ids or (id, score) pairs to (n, 5), padded with -1
 
 import xmltree
 from xmltree.benchmark import measure
@@ -40,6 +45,10 @@ from xmltree.metrics import inverse_propensity
 
 PIPELINES = ("xmltree", "xmltree-cli", "fasttext", "tfidf-parabel", "tfidf-bonsai", "tfidf-plt",
              "tfidf-xrlinear")
+
+#: Pipelines that tell the vectoriser's share of a gap from the learner's (``--pipelines``):
+#: LdSM on scikit-learn's tf-idf features, and TextClassifier with a learner setting changed.
+DIAGNOSTICS = ("tfidf-ldsm", "xmltree-histogram-weight-0")
 
 #: fastText's multi-label tutorial ("-loss ova" section), on 2 threads.
 FASTTEXT_SETTINGS = {"loss": "ova", "lr": 0.5, "epoch": 25, "wordNgrams": 2, "bucket": 200000,
@@ -112,9 +121,10 @@ def names_of(Y: sp.csr_matrix, classes: dict[str, int]) -> list[list[str]]:
 # timer("predict") and returns (label ids (n, 5), extra facts such as the model size).
 
 
-def run_xmltree(data, classes, timer, **text_settings):
+def run_xmltree(data, classes, timer, learner_settings=None, **text_settings):
     texts, Y, test_texts, _ = data
-    model = xmltree.TextClassifier(xmltree.LdSM(random_state=0), **text_settings)
+    learner = xmltree.LdSM(random_state=0, **(learner_settings or {}))
+    model = xmltree.TextClassifier(learner, **text_settings)
     with timer("train"):
         model.fit(texts, names_of(Y, classes))
     with timer("predict"):
@@ -200,7 +210,7 @@ def run_omikuji(data, classes, timer, bonsai=False):
                 list(zip(row.indices.tolist(), row.data.tolist())), top_k=5)] for row in X_test]
         model.save(str(folder / "model"))
         size = path_size(folder / "model")
-    return pad(rankings), {"model_mb": size / 1e6}
+    return _pad(rankings), {"model_mb": size / 1e6}
 
 
 def run_napkinxc(data, classes, timer):
@@ -215,7 +225,20 @@ def run_napkinxc(data, classes, timer):
         with timer("predict"):
             rankings = model.predict(vectorizer.transform(test_texts), top_k=5)
         size = path_size(Path(directory))
-    return pad(rankings), {"model_mb": size / 1e6}
+    return _pad(rankings), {"model_mb": size / 1e6}
+
+
+def run_tfidf_ldsm(data, classes, timer):
+    texts, Y, test_texts, _ = data
+    with timer("train"):
+        vectorizer = tfidf()
+        model = xmltree.LdSM(random_state=0).fit(vectorizer.fit_transform(texts), Y)
+    with timer("predict"):
+        labels, _ = model.predict_top_k(vectorizer.transform(test_texts), k=5)
+    with tempfile.TemporaryDirectory() as directory:
+        model.save(Path(directory) / "model.npz")
+        size = path_size(Path(directory) / "model.npz")
+    return labels.astype(np.int64), {"model_mb": size / 1e6}
 
 
 def run_xrlinear(data, classes, timer):
@@ -233,22 +256,16 @@ def run_xrlinear(data, classes, timer):
     with tempfile.TemporaryDirectory() as directory:
         model.save(str(Path(directory) / "model"))
         size = path_size(Path(directory) / "model")
-    return pad(rankings), {"model_mb": size / 1e6}
-
-
-def pad(rankings) -> np.ndarray:
-    """(n, 5) label ids from rows of ids or (id, score) pairs, padded with -1."""
-    out = np.full((len(rankings), 5), -1, dtype=np.int64)
-    for i, row in enumerate(rankings):
-        row = [label[0] if isinstance(label, tuple) else label for label in row][:5]
-        out[i, :len(row)] = row
-    return out
+    return _pad(rankings), {"model_mb": size / 1e6}
 
 
 RUNNERS = {"xmltree": run_xmltree, "xmltree-cli": run_xmltree_cli, "fasttext": run_fasttext,
            "tfidf-parabel": run_omikuji,
            "tfidf-bonsai": functools.partial(run_omikuji, bonsai=True),
-           "tfidf-plt": run_napkinxc, "tfidf-xrlinear": run_xrlinear}
+           "tfidf-plt": run_napkinxc, "tfidf-xrlinear": run_xrlinear,
+           "tfidf-ldsm": run_tfidf_ldsm,
+           "xmltree-histogram-weight-0": functools.partial(
+               run_xmltree, learner_settings={"histogram_weight": 0.0})}
 
 
 # ----------------------------------------------------------------------------- runs
@@ -320,7 +337,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", nargs="+", choices=("debtags", "reuters"),
                         default=["debtags", "reuters"])
-    parser.add_argument("--pipelines", nargs="+", choices=PIPELINES, default=list(PIPELINES))
+    parser.add_argument("--pipelines", nargs="+", choices=PIPELINES + DIAGNOSTICS,
+                        default=list(PIPELINES))
     parser.add_argument("--tune", action="store_true",
                         help="score vectoriser settings on held-out training rows instead")
     parser.add_argument("--json", type=Path, help="write the results here")

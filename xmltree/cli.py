@@ -124,7 +124,8 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_format_option(predict)
     predict.add_argument("--text-format", choices=DOCUMENT_FORMATS, default="auto",
                          help="documents of a model of text: fastText lines or JSON lines "
-                         "(default: by file name, *.jsonl / *.json are JSON lines)")
+                         "(default: by file name, *.jsonl / *.json are JSON lines; standard "
+                         "input: fastText lines)")
     predict.set_defaults(handler=_run_predict)
 
     evaluate = commands.add_parser("evaluate", help="score predictions against true labels")
