@@ -1,6 +1,7 @@
 """The ``xmltree`` command line, end to end on small files."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -448,3 +449,111 @@ def test_special_output_files_are_not_replaced(tmp_path, trained, capsys):
                      str(output)]) == 1
         assert "not a regular file" in one_line_error(capsys, "predict")
     assert link.is_symlink() and original.read_text() == "keep me"
+
+
+def test_predict_prints_to_standard_output_by_default(trained, capsys):
+    model, test = trained
+    capsys.readouterr()
+    assert main(["-q", "predict", str(test), "--model", str(model), "-k", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["100", "12"] and len(lines) == 101
+    assert all(len(line.split()) <= 2 for line in lines[1:])
+
+
+def test_predict_reads_standard_input(trained, tmp_path, capsys, monkeypatch):
+    import io
+    import sys
+
+    model, test = trained
+    from_file = tmp_path / "from-file.txt"
+    assert main(["-q", "predict", str(test), "--model", str(model), "--output",
+                 str(from_file)]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(test.read_bytes())))
+    assert main(["-q", "predict", "-", "--model", str(model)]) == 0
+    assert capsys.readouterr().out == from_file.read_text()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"2 80 12\n0 1:1\n")))
+    assert main(["-q", "predict", "-", "--model", str(model)]) == 1
+    assert "standard input" in one_line_error(capsys, "predict")
+
+
+def test_train_is_reproducible_by_default_and_prints_its_seed(tmp_path, split_files, capsys):
+    train, test = split_files
+    outputs = []
+    for name in ("first.npz", "second.npz"):
+        model = tmp_path / name
+        assert main(["-q", "train", str(train), "--model", str(model), *SMALL_MODEL]) == 0
+        assert "seed: 0" in capsys.readouterr().out.splitlines()
+        assert main(["-q", "predict", str(test), "--model", str(model)]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+    assert main(["-q", "train", str(train), "--model", str(tmp_path / "m.npz"), "--seed", "7",
+                 *SMALL_MODEL]) == 0
+    assert "seed: 7" in capsys.readouterr().out.splitlines()
+
+
+def test_reranked_results_are_labelled_as_reranked(tmp_path, split_files, capsys):
+    train, test = split_files
+    assert main(["-q", "train", str(train), "--model", str(tmp_path / "m.npz"), "--test",
+                 str(test), "--rerank", *SMALL_MODEL]) == 0
+    header = capsys.readouterr().out.strip().split("\n\n")[-1].splitlines()[0]
+    assert header.split() == ["ldsm", "+", "rerank"]
+    assert main(["demo", "--data", str(train), "--test", str(test), "--rerank",
+                 *SMALL_MODEL]) == 0
+    assert "LdSM + rerank" in capsys.readouterr().out
+
+
+def test_demo_lists_and_takes_only_ldsm_options(capsys):
+    from xmltree import LdSM
+
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    text = capsys.readouterr().out
+    assert "--n-trees" in text and "--histogram-weight" in text
+    for foreign in ("--dim", "--beam-width", "--swap-resistance", "--ngrams", "--tree",
+                    "--max-internal-nodes", "--learner"):
+        assert foreign not in text
+    flags = re.findall(r"^ +(--[\w-]+)", text, flags=re.MULTILINE)  # the option column
+    names = {flag[2:].replace("-", "_") for flag in flags}
+    options = {"help", "data", "test", "format", "seed", "rerank", "rerank_param"}
+    assert names - options <= set(LdSM._param_names())
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--dim", "5"])
+    assert exit_info.value.code == 2 and "unrecognized arguments: --dim" in \
+        capsys.readouterr().err
+
+
+def test_a_model_that_is_not_a_regular_file_is_refused(trained, capsys):
+    # /dev/zero used to be read without end.
+    _, test = trained
+    assert main(["-q", "predict", str(test), "--model", "/dev/zero"]) == 1
+    assert "not a regular file" in one_line_error(capsys, "predict")
+
+
+def test_training_never_overwrites_its_data(tmp_path, split_files, capsys):
+    train, test = split_files
+    contents = train.read_bytes(), test.read_bytes()
+    for argv in (["--model", str(train)], ["--model", str(test), "--test", str(test)],
+                 ["--model", str(tmp_path / "." / train.name)]):
+        assert main(["-q", "train", str(train), *argv, *SMALL_MODEL]) == 1
+        assert "refusing to overwrite" in one_line_error(capsys, "train")
+    assert (train.read_bytes(), test.read_bytes()) == contents
+
+
+def test_predictions_never_overwrite_the_data_or_the_model(trained, capsys):
+    model, test = trained
+    contents = model.read_bytes(), test.read_bytes()
+    for output, name in ((model, "--model"), (test, "data file")):
+        assert main(["-q", "predict", str(test), "--model", str(model), "--output",
+                     str(output)]) == 1
+        assert f"is the {name}: refusing" in one_line_error(capsys, "predict")
+    assert (model.read_bytes(), test.read_bytes()) == contents
+
+
+def test_an_unwritable_output_directory_names_the_output(tmp_path, trained, capsys):
+    model, test = trained
+    output = tmp_path / "missing" / "predictions.txt"
+    assert main(["-q", "predict", str(test), "--model", str(model), "--output",
+                 str(output)]) == 1
+    error = one_line_error(capsys, "predict")
+    assert str(output) in error and ".tmp" not in error  # not the hidden temporary file

@@ -85,12 +85,27 @@ def test_weighting_needs_text(files, tmp_path, capsys):
     assert "--weighting applies to --text only" in capsys.readouterr().err
 
 
-def test_a_model_of_vectors_still_needs_an_output_file(tmp_path, capsys):
-    from xmltree.datasets import make_synthetic, write_xc
+def test_predict_reads_documents_from_standard_input(files, tmp_path, capsys, monkeypatch):
+    import io
+    import sys
 
-    X, Y = make_synthetic(n_samples=40, n_features=10, n_labels=5, random_state=0)
-    data, model = tmp_path / "data.txt", tmp_path / "m.npz"
-    write_xc(data, X, Y)
-    assert main(["-q", "train", str(data), "--model", str(model), *LDSM]) == 0
-    assert main(["-q", "predict", str(data), "--model", str(model)]) == 1
-    assert "--output is needed" in capsys.readouterr().err
+    train, _ = files
+    model = tmp_path / "tags.npz"
+    assert main(["-q", "train", str(train), "--text", "--model", str(model), "--min-count", "1",
+                 *LDSM]) == 0
+    capsys.readouterr()
+    stdin = io.TextIOWrapper(io.BytesIO(b"wheat corn harvest\nopec crude barrel\n"))
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert main(["-q", "predict", "-", "--model", str(model), "-k", "1"]) == 0
+    assert [line.split(":")[0] for line in capsys.readouterr().out.splitlines()] == [
+        "grain", "oil"]
+
+
+def test_invalid_utf8_is_a_one_line_error_naming_file_and_line(files, tmp_path, capsys):
+    train, _ = files
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(train.read_bytes() + b"__label__oil crude \xff barrel\n")
+    assert main(["-q", "train", str(bad), "--text", "--model", str(tmp_path / "m.npz"),
+                 *LDSM]) == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "bad.txt, line 91" in error and "UTF-8" in error

@@ -9,11 +9,11 @@ import pytest
 import scipy.sparse as sp
 
 from xmltree import LdSM
-from xmltree._flat_tree import _feature_slots
 from xmltree._scaling import feature_magnitude
 from xmltree._validation import check_features, check_labels
 from xmltree.datasets import make_synthetic, open_csr_npy, read_libsvm, write_csr_npy
 from xmltree.exceptions import DataFormatError
+from xmltree.ldsm._tree_arrays import _feature_slots
 
 SMALL = {"n_trees": 2, "max_nodes": 15, "epochs": 2, "n_jobs": 1, "random_state": 0}
 

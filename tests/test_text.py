@@ -193,3 +193,13 @@ def test_bad_json_lines_name_the_line(tmp_path, line, message):
         read_documents(path)
     with pytest.raises(ValueError, match="format"):
         read_documents(path, "csv")
+
+
+def test_invalid_utf8_names_the_file_and_line(tmp_path):
+    from xmltree.text import read_documents
+
+    path = tmp_path / "docs.jsonl"
+    path.write_bytes(b'{"text": "fine", "labels": ["a"]}\n{"text": "caf\xe9", "labels": ["b"]}\n')
+    with pytest.raises(DataFormatError, match="UTF-8") as error:
+        read_documents(path)
+    assert (error.value.path, error.value.line) == (str(path), 2)

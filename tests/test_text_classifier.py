@@ -148,3 +148,29 @@ def test_the_model_file_is_checked_on_loading(fitted, tmp_path):
                           if name.startswith("vectorizer/")}}
     with pytest.raises(ModelFormatError, match="does not match"):
         TextClassifier._from_state(params, mixed)
+
+
+@pytest.mark.parametrize("learner", [small_ldsm(), LearnedTree(dim=4, epochs=2,
+                                                                random_state=0)])
+def test_documents_without_features_get_no_label(learner):
+    texts, labels = corpus()
+    model = TextClassifier(learner, min_count=1).fit(texts, labels)
+    featureless = ["", "   \t ", "zebra quokka", "crude barrel"]  # the last has words
+    names, scores = model.predict_top_k(featureless, k=3)
+    assert (names[:3] == "").all() and not scores[:3].any()
+    assert names[3, 0] == "oil" and scores[3, 0] > 0
+    above = model.predict_above(featureless, 1e-9)
+    assert above[:3].nnz == 0 and above[3].nnz > 0
+
+
+@pytest.mark.parametrize("texts_at, labels_at", [(2, None), (None, 3)])
+def test_a_lone_surrogate_is_refused_at_fit_naming_the_row(texts_at, labels_at):
+    texts, labels = corpus(n_documents=10)
+    if texts_at is not None:
+        texts[texts_at] += " caf\udce9"
+    else:
+        labels[labels_at] = ["oil", "bad\ud800name"]
+    with pytest.raises(DataFormatError, match="surrogate") as error:
+        TextClassifier(small_ldsm(), min_count=1).fit(texts, labels)
+    where = f"X: document {texts_at}" if texts_at is not None else f"Y: row {labels_at}"
+    assert where in str(error.value)

@@ -47,7 +47,6 @@ def test_predict_above_keeps_exactly_the_labels_that_reach_the_threshold(data, n
     above = model.predict_above(X, threshold)
     # Columns are label ids: as many as the learner knows (a classifier: largest class + 1).
     assert above.shape[0] == X.shape[0] and above.shape[1] <= N_LABELS
-    assert above.dtype == np.float64
     expected = every_label_above(model, X, threshold, above.shape[1])
     np.testing.assert_array_equal(above.indptr, expected.indptr)
     np.testing.assert_array_equal(above.indices, expected.indices)
@@ -77,3 +76,11 @@ def test_bad_thresholds_are_refused(data, threshold):
     X, Y = data
     with pytest.raises(ValueError, match="threshold"):
         fitted("ldsm", X, Y).predict_above(X, threshold)
+
+
+@pytest.mark.parametrize("name", ["ldsm", "lomtree", "learned_tree", "reranked"])
+def test_the_scores_above_a_threshold_have_the_dtype_of_the_ranking(data, name):
+    X, Y = data
+    model = fitted(name, X, Y)
+    _, scores = model.predict_top_k(X[:20], 5)
+    assert model.predict_above(X[:20], 1e-6).dtype == scores.dtype

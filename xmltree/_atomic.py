@@ -81,7 +81,12 @@ def atomic_write(path, mode: str = "wb", **open_kwargs):
     temporary = path.with_name(_temporary_name(path.name))
     # os.open applies the umask, so the result gets the usual permissions
     # (tempfile.mkstemp would create it 0600).
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as exc:
+        # The temporary name is ours, not the caller's: name the file they asked for.
+        raise type(exc)(exc.errno, f"cannot write {path.name} in its directory "
+                        f"({exc.strerror})", str(path)) from None
     try:
         with open(descriptor, mode, **open_kwargs) as handle:
             yield handle

@@ -91,6 +91,10 @@ THREADS_PER_CORE = 2
 _KINDS: dict[str, type] = {}
 
 
+#: The key of a model file's parameters under which ``save`` stores ``training_``.
+TRAINING_KEY = "training"
+
+
 def estimator_class(kind) -> type:
     """The estimator class of a model kind read from a file.
 
@@ -203,6 +207,10 @@ class Estimator:
             Before the model is fitted.
         """
         params, arrays = self._get_state()
+        training = getattr(self, "training_", None)
+        if training is not None:
+            # Beside the state, not in it: read by ``xmltree info``, never by a prediction.
+            params = {**params, TRAINING_KEY: training}
         save_model(path, self._KIND, params, arrays)
 
     def __reduce__(self):
@@ -256,9 +264,13 @@ class Estimator:
         """
         try:
             params, arrays = cls._upgrade_state(stored.version, stored.params, stored.arrays)
-            return cls._from_state(params, arrays)
+            model = cls._from_state(params, arrays)
         except ModelFormatError as exc:
             raise ModelFormatError(f"{path}: {exc}") from exc
+        training = stored.params.get(TRAINING_KEY)
+        if isinstance(training, dict):  # kept when the model is saved again
+            model.training_ = training
+        return model
 
     @classmethod
     def _upgrade_state(cls, version: int, params: dict, arrays: dict) -> tuple[dict, dict]:
@@ -362,11 +374,12 @@ class TopKEstimator(Estimator):
 
         Returns
         -------
-        scipy.sparse.csr_matrix of shape (n_samples, n_labels), float64
-            The kept scores. Columns are label ids; for a learner whose
-            labels are names, positions in its ``classes_`` (the row's
-            labels are ``classes_[row.indices]``). It is a score matrix the
-            functions of :mod:`xmltree.metrics` take.
+        scipy.sparse.csr_matrix of shape (n_samples, n_labels)
+            The kept scores, of the dtype of :meth:`predict_top_k`'s
+            scores. Columns are label ids; for a learner whose labels are
+            names, positions in its ``classes_`` (the row's labels are
+            ``classes_[row.indices]``). It is a score matrix the functions
+            of :mod:`xmltree.metrics` take.
 
         Raises
         ------
@@ -386,8 +399,8 @@ class TopKEstimator(Estimator):
         ids = predicted_ids(model, labels)
         keep = (ids >= 0) & (scores >= threshold)
         rows = np.repeat(np.arange(X.shape[0]), keep.sum(axis=1))
-        return sp.csr_matrix((scores[keep].astype(np.float64), (rows, ids[keep])),
-                             shape=(X.shape[0], n_labels))
+        return sp.csr_matrix((scores[keep], (rows, ids[keep])), shape=(X.shape[0], n_labels),
+                             dtype=scores.dtype)
 
     def _labels_above(self, X, threshold: float,
                       n_labels: int) -> tuple[np.ndarray, np.ndarray]:

@@ -20,8 +20,10 @@ and in the few methods of :class:`xmltree._base.TopKEstimator` that call it:
 
 from __future__ import annotations
 
+import datetime
 import functools
 import inspect
+import time
 from collections.abc import Iterable, Iterator
 
 import numpy as np
@@ -194,12 +196,31 @@ def records_label_counts(fit):
         bound = signature.bind(self, *args, **kwargs)
         if isinstance(bound.arguments.get(targets), Iterator):
             bound.arguments[targets] = list(bound.arguments[targets])
+        start = time.perf_counter()
         fitted = fit(*bound.args, **bound.kwargs)
+        seconds = time.perf_counter() - start
         counted = count_labels(self, bound.arguments.get(targets, ()))
         self.train_label_counts_, self.n_train_samples_ = counted or (None, 0)
+        self.training_ = training_facts(self, seconds)
         return fitted
 
     return fit_and_count
+
+
+def training_facts(learner, seconds: float) -> dict:
+    """What a fit saw and took, as JSON values (``training_``, stored by ``save``).
+
+    Read by ``xmltree info``; nothing predicts with it.
+    """
+    from . import __version__
+
+    counts = learner.train_label_counts_
+    return {"n_samples": int(learner.n_train_samples_),
+            "n_features": int(getattr(learner, "n_features_in_", 0)),
+            "n_labels": None if counts is None else int(len(counts)),
+            "fit_seconds": round(seconds, 3), "xmltree_version": __version__,
+            "fitted_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                timespec="seconds")}
 
 
 def final_step(estimator, X):

@@ -5,6 +5,7 @@ Subcommands
 demo       train and evaluate LdSM on a built-in synthetic problem (or on files)
 train      fit a model on a data file and save it
 predict    write the top-k labels of every row of a data file
+info       what a model file holds: learner, settings, structure, sizes, training
 evaluate   score a prediction file against true labels
 datasets   list the dataset registry, or summarise a data file
 benchmark  the scale benchmark on synthetic data with published shapes (JSON report)
@@ -13,9 +14,15 @@ benchmark  the scale benchmark on synthetic data with published shapes (JSON rep
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import json
 import logging
+import os
+import shutil
+import stat
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -81,8 +88,8 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--data", type=Path, help="training file instead of synthetic data")
     demo.add_argument("--test", type=Path, help="test file (required with --data)")
     _add_format_option(demo)
-    _add_model_options(demo)
-    demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    _add_model_options(demo, learner="ldsm")
+    _add_seed_option(demo)
     demo.set_defaults(handler=_run_demo)
 
     train = commands.add_parser("train", help="fit a model on a data file and save it")
@@ -96,17 +103,18 @@ def _build_parser() -> argparse.ArgumentParser:
     train.add_argument("--test", type=Path, help="also evaluate on this file")
     _add_format_option(train)
     _add_model_options(train)
-    train.add_argument("--seed", type=int, default=None, help="random seed")
+    _add_seed_option(train)
     _add_text_options(train)
     train.set_defaults(handler=_run_train)
 
     predict = commands.add_parser("predict", help="predict the top-k labels of a data file")
-    predict.add_argument("data", type=Path, help="data file (its labels are ignored)")
+    predict.add_argument("data", type=Path,
+                         help="data file, or - for standard input (its labels are ignored)")
     predict.add_argument("--model", type=Path, required=True, help="a saved model")
     predict.add_argument("--output", type=Path,
                          help="prediction file: header 'N L', then 'label:score ...' per row; "
                          "for a model of text, 'name:score ...' per document (default: "
-                         "printed)")
+                         "standard output)")
     predict.add_argument("-k", type=int, default=5,
                          help="labels per row (default 5; at most the model's labels)")
     predict.add_argument("--rerank", action="store_true",
@@ -116,7 +124,8 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_format_option(predict)
     predict.add_argument("--text-format", choices=DOCUMENT_FORMATS, default="auto",
                          help="documents of a model of text: fastText lines or JSON lines "
-                         "(default: by file name, *.jsonl / *.json are JSON lines)")
+                         "(default: by file name, *.jsonl / *.json are JSON lines; standard "
+                         "input: fastText lines)")
     predict.set_defaults(handler=_run_predict)
 
     evaluate = commands.add_parser("evaluate", help="score predictions against true labels")
@@ -132,6 +141,14 @@ def _build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", action="store_true", help="print JSON")
     _add_format_option(evaluate)
     evaluate.set_defaults(handler=_run_evaluate)
+
+    info = commands.add_parser(
+        "info", help="what a model file holds",
+        description="Print a model file's learner, format version, trees, nodes, leaves, "
+        "labels and features, the size of each part, how it was trained (data shape, fit "
+        "time), and every setting as stored.")
+    info.add_argument("model", type=Path, help="a model file written by 'train' or save()")
+    info.set_defaults(handler=_run_info)
 
     datasets = commands.add_parser("datasets", help="dataset registry and file statistics")
     datasets_commands = datasets.add_subparsers(dest="datasets_command", metavar="ACTION",
@@ -221,6 +238,16 @@ def _none_spelled_out(params: dict) -> dict:
             and value == "none" else value for name, value in params.items()}
 
 
+#: The seed of ``demo`` and ``train`` when none is given: a run is reproducible by default.
+DEFAULT_SEED = 0
+
+
+def _add_seed_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                        help=f"random seed (default {DEFAULT_SEED}: the same options on the same "
+                        "data give the same model)")
+
+
 def _add_format_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="xc",
                         help="data file format: Extreme Classification Repository single "
@@ -282,9 +309,13 @@ _HYPER_PARAMETERS = (
 )
 
 
-def _add_model_options(parser: argparse.ArgumentParser) -> None:
+def _add_model_options(parser: argparse.ArgumentParser, learner: str | None = None) -> None:
+    """Add the hyper-parameter options: all of them, or only ``learner``'s."""
     group = parser.add_argument_group("hyper-parameters (default: the learner's own)")
+    accepted = None if learner is None else set(_learner_class(learner)._param_names())
     for name, kind, text in _HYPER_PARAMETERS:
+        if accepted is not None and name not in accepted:
+            continue
         flag = f"--{name.replace('_', '-')}"
         if isinstance(kind, tuple):
             group.add_argument(flag, dest=name, choices=kind, help=text)
@@ -312,20 +343,30 @@ def _read(path: Path, fmt: str, **shape):
     return reader(path, **shape)
 
 
-def _model_from_args(args, learner: str = "ldsm", exclude=()):
-    """Build the estimator of ``learner`` from the options the user gave (but ``exclude``)."""
+def _learner_class(learner: str) -> type:
+    """The estimator class of a ``--learner`` choice."""
     from . import LdSM, LearnedTree, LOMTree
 
-    cls = {"ldsm": LdSM, "lomtree": LOMTree, "learned-tree": LearnedTree}[learner]
+    return {"ldsm": LdSM, "lomtree": LOMTree, "learned-tree": LearnedTree}[learner]
+
+
+def _model_from_args(args, learner: str = "ldsm", exclude=()):
+    """Build the estimator of ``learner`` from the options the user gave (but ``exclude``).
+
+    Options the parser did not define (``demo`` has LdSM's only) count as not given.
+    """
+    cls = _learner_class(learner)
     accepted = set(cls._param_names())
-    given = {name: getattr(args, name) for name, _, _ in _HYPER_PARAMETERS
-             if getattr(args, name) is not None and name not in exclude}
+    given = {name: getattr(args, name, None) for name, _, _ in _HYPER_PARAMETERS
+             if getattr(args, name, None) is not None and name not in exclude}
     given = _none_spelled_out(given)
     foreign = sorted(set(given) - accepted)
     if foreign:
         flags = ", ".join("--" + name.replace("_", "-") for name in foreign)
         raise ValueError(f"{flags} do(es) not apply to --learner {learner}")
     given["random_state"] = args.seed
+    # Printed, not logged: the seed belongs with the results it reproduces, even under -q.
+    print(f"seed: {args.seed}")
     if "verbose" in accepted:
         given["verbose"] = not args.quiet
     return cls(**given)
@@ -425,11 +466,14 @@ def _run_demo(args) -> int:
     rerank = _rerank_setting(args.rerank, args.rerank_params)
     _, results = _fit_and_evaluate(model, X_train, Y_train, X_test, Y_test, rerank=rerank)
     baseline = _frequency_baseline(Y_train, X_test.shape[0])
-    _print_metrics({"LdSM": results, "most frequent labels": _evaluate(Y_test, baseline, Y_train)})
+    _print_metrics({_model_name("LdSM", rerank): results,
+                    "most frequent labels": _evaluate(Y_test, baseline, Y_train)})
     return 0
 
 
 def _run_train(args) -> int:
+    _refuse_overwriting(args.model, "--model",
+                        {"training data": args.data, "test data": args.test})
     if args.text:
         return _train_text(args)
     if args.weighting is not None:
@@ -453,7 +497,7 @@ def _run_train(args) -> int:
                                n_labels=Y_train.shape[1])
         model, results = _fit_and_evaluate(model, X_train, Y_train, X_test, Y_test, targets,
                                            rerank)
-        _print_metrics({args.learner: results})
+        _print_metrics({_model_name(args.learner, rerank): results})
     else:
         model, _ = _fit(model, X_train, Y_train, targets, rerank)
     model.save(args.model)
@@ -531,45 +575,57 @@ def _train_text(args) -> int:
 def _run_predict(args) -> int:
     import xmltree
 
-    from .datasets import write_predictions
-
+    _refuse_overwriting(args.output, "--output", {"data file": args.data, "--model": args.model})
+    _check_regular_file(args.model, "--model")
     model = xmltree.load(args.model)
     if args.n_jobs is not None:
         model.n_jobs = args.n_jobs
-    if getattr(model, "vectorizer_", None) is not None:
-        return _predict_text(model, args)
-    if args.output is None:
-        raise ValueError("--output is needed for a model of feature vectors")
+    with _readable(args.data) as data:
+        if getattr(model, "vectorizer_", None) is not None:
+            return _predict_text(model, data, args)
+        return _predict_vectors(model, data, args)
+
+
+def _predict_vectors(model, data: Path, args) -> int:
+    """Write (or print) the top-k ``label:score`` pairs of each row of a data file."""
+    from .datasets import write_predictions
+
     if args.rerank:
         model = reranking_stage(model)
     elif isinstance(model, Reranked):
         model = model.estimator  # trained with --rerank, asked without
-    X, _ = _read(args.data, args.format, n_features=model.n_features_in_)
+    X, _ = _read(data, args.format, n_features=model.n_features_in_)
     labels, scores = model.predict_top_k(X, k=args.k)
-    write_predictions(args.output, labels, scores, n_labels=label_id_count(model))
-    logger.info("wrote top-%d predictions of %d rows to %s", args.k, X.shape[0], args.output)
+    with _output_path(args.output) as output:
+        write_predictions(output, labels, scores, n_labels=label_id_count(model))
+    logger.info("wrote top-%d predictions of %d rows to %s", args.k, X.shape[0],
+                args.output or "standard output")
     return 0
 
 
-def _predict_text(model, args) -> int:
+def _predict_text(model, data: Path, args) -> int:
     """Write (or print) ``name:score`` pairs, best first, for each document of a text file."""
-    from contextlib import nullcontext
-
     from ._atomic import atomic_write
     from .text import read_documents
 
     if args.rerank:
         raise ValueError("--rerank does not apply to a model of text")
-    texts, _ = read_documents(args.data, args.text_format, labels=False)
+    texts, _ = read_documents(data, args.text_format, labels=False)
     labels, scores = model.predict_top_k(texts, k=min(args.k, model.classes_.size))
-    output = (nullcontext(sys.stdout) if args.output is None
-              else atomic_write(args.output, "w", encoding="utf-8"))
-    with output as out:
-        for row_labels, row_scores in zip(labels, scores):
-            out.write(" ".join(f"{label}:{score:.6g}" for label, score in
-                               zip(row_labels, row_scores) if label != "") + "\n")
+    lines = (" ".join(f"{label}:{score:.6g}" for label, score in zip(row_labels, row_scores)
+                      if label != "") + "\n" for row_labels, row_scores in zip(labels, scores))
+    with _output_path(args.output) as output, atomic_write(output, "w", encoding="utf-8") as out:
+        out.writelines(lines)
     logger.info("wrote top-%d labels of %d documents to %s", args.k, len(texts),
                 args.output or "standard output")
+    return 0
+
+
+def _run_info(args) -> int:
+    from ._model_info import describe_model_file
+
+    _check_regular_file(args.model, "MODEL")
+    print(describe_model_file(args.model))
     return 0
 
 
@@ -607,6 +663,81 @@ def _run_datasets_info(args) -> int:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+@contextlib.contextmanager
+def _readable(path: Path):
+    """Yield ``path``, or for ``-`` a temporary copy of standard input.
+
+    The readers take paths (and a text file's format may follow its name), so
+    standard input is copied once; format errors then name "standard input"
+    instead of the copy.
+    """
+    from .exceptions import DataFormatError
+
+    if str(path) != "-":
+        yield path
+        return
+    with tempfile.TemporaryDirectory() as directory:
+        copy = Path(directory) / "stdin"
+        with open(copy, "wb") as handle:
+            shutil.copyfileobj(sys.stdin.buffer, handle)
+        try:
+            yield copy
+        except DataFormatError as exc:
+            if exc.path != str(copy):
+                raise
+            raise DataFormatError(exc.problem, "standard input", exc.line) from None
+
+
+@contextlib.contextmanager
+def _output_path(output: Path | None):
+    """Yield the path to write a prediction file to: ``output``, or a temporary
+    file that is printed to standard output once written (the writers check
+    their rows and write files atomically; printing reuses them unchanged)."""
+    if output is not None:
+        yield output
+        return
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "predictions.txt"
+        yield path
+        with open(path, encoding="utf-8") as handle:
+            shutil.copyfileobj(handle, sys.stdout)
+
+
+def _check_regular_file(path: Path, option: str) -> None:
+    """Raise unless ``path`` is a regular file (a link to one is fine).
+
+    A device such as /dev/zero would be read without end, a FIFO would block.
+    """
+    mode = os.stat(path).st_mode  # FileNotFoundError names the path
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, f"{option}: is a directory, not a file", str(path))
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{option} {path}: not a regular file (a device, FIFO or socket); "
+                         "refusing to read it")
+
+
+def _refuse_overwriting(output: Path | None, option: str, inputs: dict) -> None:
+    """Raise if writing ``output`` would replace one of ``inputs`` (name -> path or None)."""
+    if output is None:
+        return
+    for name, path in inputs.items():
+        if path is not None and str(path) != "-" and _same_file(output, path):
+            raise ValueError(f"{option} {output} is the {name}: refusing to overwrite it")
+
+
+def _same_file(first: Path, second: Path) -> bool:
+    """Whether two paths name one file (links followed; a missing file by its resolved path)."""
+    try:
+        return os.path.samefile(first, second)
+    except OSError:
+        return Path(first).resolve() == Path(second).resolve()
+
+
+def _model_name(learner: str, rerank) -> str:
+    """A results table's column name: the learner, and whether it was re-ranked."""
+    return learner if rerank is False else f"{learner} + rerank"
 
 
 def _fit(model, X_train, Y_train, targets=None, rerank=False):

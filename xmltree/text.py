@@ -311,15 +311,25 @@ def read_documents(path, format: str = "auto", *,
         format = "jsonl" if Path(path).suffix.lower() in (".jsonl", ".json") else "fasttext"
     parse = _parse_json_line if format == "jsonl" else _parse_fasttext_line
     texts, names = [], []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    # Read bytes and decode line by line, so that invalid UTF-8 is reported at its line.
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
             try:
-                text, line_labels = parse(line, labels)
+                text, line_labels = parse(_decoded(raw), labels)
             except DataFormatError as exc:
                 raise DataFormatError(exc.problem, path, number) from None
             texts.append(text)
             names.append(line_labels)
     return texts, names if labels else None
+
+
+def _decoded(raw: bytes) -> str:
+    """One line of a document file as text; DataFormatError unless it is UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at byte "
+                              f"{exc.start + 1} of the line)") from None
 
 
 def _parse_fasttext_line(line: str, labels: bool) -> tuple[str, list[str]]:

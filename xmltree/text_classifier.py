@@ -123,6 +123,7 @@ class TextClassifier(TopKEstimator):
         """
         params = self._validate_params()
         texts = _documents(X)
+        _refuse_surrogates("X", "document", texts)
         classes, Y_ids = _number_labels(Y, len(texts))
         vectorizer = self._vectorizer()
         features = vectorizer.fit_transform(texts)
@@ -168,8 +169,17 @@ class TextClassifier(TopKEstimator):
         return self.estimator_._validate_X(self.vectorizer_.transform(_documents(X)))
 
     def _predict_top_k(self, X, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The learner's ranking as names; a document without features gets no label.
+
+        Such a document (empty, blank, or all of its words unseen in training)
+        carries no evidence, and a learner would still rank labels for it (an
+        LdSM tree routes an empty row by its biases alone) with scores that
+        look as confident as any other's.
+        """
         ids, scores = self.estimator_._predict_top_k(X, k)
-        ids = np.asarray(ids)
+        featureless = (np.diff(X.indptr) == 0)[:, None]
+        ids = np.where(featureless, -1, np.asarray(ids))
+        scores = np.where(featureless, 0, scores).astype(scores.dtype, copy=False)
         return np.where(ids >= 0, self.classes_[np.maximum(ids, 0)], ""), scores
 
     def _get_state(self) -> tuple[dict, dict]:
@@ -258,6 +268,8 @@ def _number_labels(Y, n_samples: int) -> tuple[np.ndarray, sp.csr_matrix]:
         if not isinstance(names, Iterable) or not _non_empty_names(names):
             raise DataFormatError(f"Y: row {row} must be one label name or a non-empty list "
                                   "of non-empty names")
+    for row, names in enumerate(rows):
+        _refuse_surrogates("Y", "row", names, row)
     classes, ids = np.unique(np.asarray([name for names in rows for name in names]),
                              return_inverse=True)
     offsets = np.cumsum([0] + [len(names) for names in rows])
@@ -266,6 +278,22 @@ def _number_labels(Y, n_samples: int) -> tuple[np.ndarray, sp.csr_matrix]:
     indicator.sum_duplicates()
     indicator.data[:] = 1.0  # a name given twice for one document is one label
     return classes, indicator
+
+
+def _refuse_surrogates(argument: str, what: str, strings, row: int | None = None) -> None:
+    """Raise DataFormatError, naming the row, if a string holds a lone surrogate.
+
+    Such a string (from bytes decoded with ``errors="surrogateescape"``, say)
+    has no UTF-8 form, so the model's vocabulary or names could not be saved.
+    """
+    for position, text in enumerate(strings):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            where = f"{what} {position if row is None else row}"
+            raise DataFormatError(f"{argument}: {where} holds a lone surrogate "
+                                  f"({text[exc.start]!r} at character {exc.start}), which "
+                                  "is not text that UTF-8 can encode") from None
 
 
 def _non_empty_names(names) -> bool:
