@@ -389,7 +389,13 @@ def test_class_labels_beyond_int64_are_refused_not_wrapped():
 
 def test_a_diverging_fit_raises_and_leaves_no_model(monkeypatch):
     # Steps beyond MAX_LEARNING_RATE are refused; past that bound, scores overflow.
-    monkeypatch.setattr("xmltree.lomtree._estimator.MAX_LEARNING_RATE", math.inf)
+    import dataclasses
+
+    from xmltree.lomtree._params import LOMTREE_PARAMS
+
+    unbounded = tuple(dataclasses.replace(param, high=math.inf)
+                      if param.name == "learning_rate" else param for param in LOMTREE_PARAMS)
+    monkeypatch.setattr("xmltree.lomtree._estimator.LOMTREE_PARAMS", unbounded)
     X, y = separable_problem(0, n_samples=200)
     model = LOMTree(learning_rate=1e300, loss="logistic")
     with pytest.raises(ValueError, match="diverged .* lower learning_rate"):

@@ -31,6 +31,10 @@ import numpy as np
 from . import __version__
 from ._base import label_id_count
 from ._kernels._openmp import OPENMP_ENABLED
+from ._params import Param
+from .ldsm._params import LDSM_PARAMS
+from .learned_tree._params import LEARNED_TREE_PARAMS
+from .lomtree._params import LOMTREE_PARAMS
 from .rerank._estimator import Reranked, make_reranker, reranking_stage
 from .text import DOCUMENT_FORMATS, WEIGHTINGS
 
@@ -233,9 +237,8 @@ _integer_or_word = _word_or(int, "integer")
 def _none_spelled_out(params: dict) -> dict:
     """``params`` with 'none' turned into None for the options where None is a
     setting of its own (elsewhere a None value means "option not given")."""
-    return {name: None if name in ("feature_scaling", "descent_threshold", "max_leaf_labels",
-                                   "max_wide_branches", "max_row_features")
-            and value == "none" else value for name, value in params.items()}
+    return {name: None if value == "none" and name in _NONE_SETTINGS else value
+            for name, value in params.items()}
 
 
 #: The seed of ``demo`` and ``train`` when none is given: a run is reproducible by default.
@@ -257,73 +260,66 @@ def _add_format_option(parser: argparse.ArgumentParser) -> None:
 #: Learners of ``train --learner``; the first is the default.
 LEARNERS = ("ldsm", "lomtree", "learned-tree")
 
-#: Hyper-parameter options: (name, type or choices, help). Each defaults to the
-#: chosen learner's own default; naming one the learner lacks is an error.
-_HYPER_PARAMETERS = (
-    ("n_trees", int, "LdSM: trees in the ensemble"),
-    ("arity", int, "LdSM, learned-tree: children per node (M)"),
-    ("max_nodes", int, "LdSM: node budget per tree"),
-    ("epochs", "integer or auto",
-     "passes over the data (LdSM: over each node's examples; auto: 10 for rows of fewer "
-     "than 48 features on average under the training descent, else 3)"),
-    ("lambda1", float, "LdSM: weight of the class-integrity term"),
-    ("lambda2", float, "LdSM: weight of the multi-way penalty"),
-    ("learning_rate", float, "step size"),
-    ("optimizer", ("nag", "sgd", "adagrad"),
-     "update rule (LdSM, LOMtree: nag or sgd; learned-tree: adagrad or sgd)"),
-    ("leaf_scores", ("distribution", "frequency"), "LdSM: what leaves score labels with"),
-    ("leaf_aggregation", ("mean", "sum"),
-     "LdSM: how a tree combines the leaves an example reaches"),
-    ("leaf_model", ("linear", "histogram"),
-     "LdSM: label classifiers blended with the leaf histograms, or the histograms alone"),
-    ("C", float, "LdSM: loss weight of the label classifiers (inverse regularisation)"),
-    ("n_candidates", int, "LdSM: labels per example the label classifiers re-score"),
-    ("histogram_weight", "number or auto",
-     "LdSM: weight of the leaf histograms in the blend, in [0, 1] (auto: 0 with the "
-     "wider descent, else 0.3)"),
-    ("feature_scaling", ("auto", "tfidf", "l2", "none"),
-     "LdSM: feature scaling learned at fit (auto: tf-idf for counts, else l2)"),
-    ("descent_threshold", "number, auto or none",
-     "LdSM: score at which a fitted tree sends an example to a child (none: as in "
-     "training; auto: 0.05 over more than 2000 labels, else none)"),
-    ("max_wide_branches", "integer, auto or none",
-     "LdSM: children a path of the wider descent may take that only its threshold admits "
-     "(none: no limit; auto: 3, or 2 in trees of more than 32768 nodes)"),
-    ("max_leaf_labels", "integer, auto or none",
-     "LdSM: labels a leaf keeps, its most frequent (none: all; auto: 32 with linear "
-     "leaves and the training descent, else none)"),
-    ("max_row_features", "integer, auto or none",
-     "LdSM: features of a row that grow the trees and route it, its largest (none: all; "
-     "auto: 48 when rows have more on average and the descent is the training rule's)"),
-    ("max_internal_nodes", int, "LOMtree: node budget (default: classes - 1)"),
-    ("swap_resistance", float, "LOMtree: swap resistance RS"),
-    ("loss", ("hinge", "logistic"), "LOMtree: loss of the node regressors"),
-    ("beam_width", int, "LOMtree: prediction beam width (1: the single path)"),
-    ("beam_scale", float, "LOMtree: scale c of the beam's routing probabilities"),
-    ("dim", int, "learned-tree: embedding dimension"),
-    ("tree", ("learned", "huffman", "random", "flat"), "learned-tree: label tree"),
-    ("ngrams", int, "learned-tree, --text: longest word n-gram"),
-    ("buckets", int, "learned-tree, --text: hash buckets of the word n-grams"),
-    ("min_count", int, "learned-tree, --text: fewest occurrences of a vocabulary word"),
-    ("n_jobs", int, "threads (default: the learner's; LdSM: all cores)"),
-)
+#: Each learner's parameter table, by its ``--learner`` name: the options below are made
+#: from them, so that every parameter a table marks ``cli`` has a flag.
+PARAMETER_TABLES = {"ldsm": LDSM_PARAMS, "lomtree": LOMTREE_PARAMS,
+                    "learned-tree": LEARNED_TREE_PARAMS}
+
+
+def _options_by_name() -> dict[str, list[tuple[str, Param]]]:
+    """Every command-line hyper-parameter, with the learners that take it."""
+    options: dict[str, list[tuple[str, Param]]] = {}
+    for learner, table in PARAMETER_TABLES.items():
+        for param in table:
+            if param.cli:
+                options.setdefault(param.name, []).append((learner, param))
+    return options
+
+
+_OPTIONS = _options_by_name()
+
+#: Options where the word 'none' is the setting None (not "option not given").
+_NONE_SETTINGS = {name for name, entries in _OPTIONS.items()
+                  if any(None in param.words or None in param.choices for _, param in entries)}
+
+
+def _option_help(entries: list[tuple[str, Param]]) -> str:
+    """"ldsm, lomtree: step size"; learners that say different things, one after another."""
+    texts: dict[str, list[str]] = {}
+    for learner, param in entries:
+        texts.setdefault(param.help, []).append(learner)
+    return "; ".join(f"{', '.join(learners)}: {text}" for text, learners in texts.items())
+
+
+def _add_option(group, name: str, entries: list[tuple[str, Param]]) -> None:
+    """One hyper-parameter flag, typed by the learners' tables."""
+    flag, text = f"--{name.replace('_', '-')}", _option_help(entries)
+    params = [param for _, param in entries]
+    if any(param.kind == "choice" for param in params):
+        choices = dict.fromkeys("none" if choice is None else str(choice)
+                                for param in params for choice in param.choices)
+        group.add_argument(flag, dest=name, choices=list(choices), help=text)
+    elif any(param.words for param in params):
+        words = dict.fromkeys("none" if word is None else word
+                              for param in params for word in param.words)
+        number = _integer_or_word if params[0].kind == "int" else _number_or_word
+        kind = "INT" if params[0].kind == "int" else "X"
+        group.add_argument(flag, dest=name, metavar="|".join([kind, *words]), type=number,
+                           help=text)
+    elif params[0].kind == "n_jobs":
+        group.add_argument(flag, dest=name, type=int, help=text)
+    else:
+        group.add_argument(flag, dest=name, help=text,
+                           type={"int": int, "real": float}.get(params[0].kind, str))
 
 
 def _add_model_options(parser: argparse.ArgumentParser, learner: str | None = None) -> None:
     """Add the hyper-parameter options: all of them, or only ``learner``'s."""
     group = parser.add_argument_group("hyper-parameters (default: the learner's own)")
-    accepted = None if learner is None else set(_learner_class(learner)._param_names())
-    for name, kind, text in _HYPER_PARAMETERS:
-        if accepted is not None and name not in accepted:
-            continue
-        flag = f"--{name.replace('_', '-')}"
-        if isinstance(kind, tuple):
-            group.add_argument(flag, dest=name, choices=kind, help=text)
-        elif isinstance(kind, str):
-            group.add_argument(flag, dest=name, metavar="X", help=text, type=(
-                _integer_or_word if kind.startswith("integer") else _number_or_word))
-        else:
-            group.add_argument(flag, dest=name, type=kind, help=text)
+    for name, entries in _OPTIONS.items():
+        entries = [entry for entry in entries if learner in (None, entry[0])]
+        if entries:
+            _add_option(group, name, entries)
     group.add_argument("--rerank", action="store_true",
                        help="also fit a tail-label re-ranker and save it with the model (for "
                        "'predict --rerank'; not for learned-tree, whose labels are names)")
@@ -357,7 +353,7 @@ def _model_from_args(args, learner: str = "ldsm", exclude=()):
     """
     cls = _learner_class(learner)
     accepted = set(cls._param_names())
-    given = {name: getattr(args, name, None) for name, _, _ in _HYPER_PARAMETERS
+    given = {name: getattr(args, name, None) for name in _OPTIONS
              if getattr(args, name, None) is not None and name not in exclude}
     given = _none_spelled_out(given)
     foreign = sorted(set(given) - accepted)

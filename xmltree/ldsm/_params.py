@@ -68,7 +68,8 @@ LDSM_PARAMS = (
           help="weight budget floor of a router (none: no floor)"),
     Param("max_weights_per_example", "real", 0.0, strict=True, words=(None,),
           help="weight budget of a router per training example (none: no such budget)"),
-    Param("random_state", "seed", help="seed of the whole ensemble"),
+    Param("random_state", "seed", cli=False, help="seed of the whole ensemble (the command "
+          "line's --seed)"),
     Param("first_tree", "int", 0, MAX_TREES, cli=False,
           help="index of the model's first tree in its seeded ensemble"),
     Param("n_jobs", "n_jobs", help="threads (-1: all cores)"),

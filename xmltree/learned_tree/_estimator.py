@@ -24,25 +24,17 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._base import (
-    MAX_DEPTH,
-    MAX_EPOCHS,
-    MAX_INDEX,
-    MAX_LEARNING_RATE,
-    MAX_NGRAMS,
-    MAX_WIDTH,
     TopKEstimator,
-    check_choice,
-    check_int,
-    check_real,
-    check_seed,
     class_values,
     is_int,
     n_threads,
 )
+from .._params import check_params
 from .._validation import check_features, check_labels
 from ..exceptions import DataFormatError, ModelFormatError, NotFittedError
 from ..text import TextVectorizer, decode_strings, encode_strings, read_labeled_text
 from . import _learned_tree as _kernels
+from ._params import LEARNED_TREE_PARAMS
 from .label_tree import (
     LabelTree,
     balanced_depth_tree,
@@ -56,9 +48,6 @@ __all__ = ["LearnedTree", "fit_text_file"]
 
 logger = logging.getLogger(__name__)
 
-_TREES = ("learned", "huffman", "random", "flat")
-_OBJECTIVES = ("classification", "likelihood")
-_OPTIMIZERS = ("adagrad", "sgd")
 
 
 class LearnedTree(TopKEstimator):
@@ -171,19 +160,7 @@ class LearnedTree(TopKEstimator):
 
     def _validate_params(self) -> dict:
         """Check every hyper-parameter, in one place, before any work; return them."""
-        for name, low, high in (("arity", 2, MAX_WIDTH), ("dim", 1, MAX_WIDTH),
-                                ("epochs", 1, MAX_EPOCHS), ("n_tree_updates", 0, MAX_EPOCHS),
-                                ("ngrams", 1, MAX_NGRAMS), ("buckets", 1, MAX_INDEX),
-                                ("min_count", 1, None)):
-            check_int(name, getattr(self, name), low, high)
-        n_threads(self.n_jobs)
-        if self.max_depth is not None:
-            check_int("max_depth", self.max_depth, 1, MAX_DEPTH)
-        check_seed(self.random_state)
-        check_real("learning_rate", self.learning_rate, 0.0, MAX_LEARNING_RATE, strict=True)
-        check_choice("optimizer", self.optimizer, _OPTIMIZERS)
-        check_choice("tree", self.tree, _TREES)
-        check_choice("objective", self.objective, _OBJECTIVES)
+        check_params(LEARNED_TREE_PARAMS, self.get_params())
         if self.max_depth is not None and self.tree not in ("learned", "random"):
             raise ValueError(f"max_depth applies to tree='learned' or 'random', "
                              f"not {self.tree!r}")

@@ -21,31 +21,26 @@ import math
 import numpy as np
 
 from .._base import (
-    MAX_EPOCHS,
-    MAX_LEARNING_RATE,
-    MAX_NODES,
-    MAX_WIDTH,
     TopKEstimator,
-    check_choice,
-    check_int,
-    check_real,
-    check_seed,
     class_values,
     n_threads,
 )
+from .._params import check_param, check_params
 from .._validation import check_features
 from ..exceptions import DataFormatError, ModelFormatError, NotFittedError
 from ._lomtree import (
-    LOSSES,
     NODE_FIELDS,
-    OPTIMIZERS,
     REGRESSOR_FIELDS,
     STATS_FIELDS,
     LOMTreeBuilder,
     builder_from_state,
 )
+from ._params import LOMTREE_PARAMS
 
 __all__ = ["LOMTree", "to_multiclass"]
+
+#: The prediction settings, checked again at every prediction.
+_BEAM = tuple(param for param in LOMTREE_PARAMS if param.name in ("beam_width", "beam_scale"))
 
 logger = logging.getLogger(__name__)
 
@@ -152,17 +147,7 @@ class LOMTree(TopKEstimator):
         ValueError
             Naming the first invalid hyper-parameter.
         """
-        if self.max_internal_nodes is not None:
-            check_int("max_internal_nodes", self.max_internal_nodes, 1, MAX_NODES - 1)
-        check_real("swap_resistance", self.swap_resistance, 0.0, strict=False)
-        check_int("epochs", self.epochs, 1, MAX_EPOCHS)
-        check_choice("optimizer", self.optimizer, OPTIMIZERS)
-        check_real("learning_rate", self.learning_rate, 0.0, MAX_LEARNING_RATE, strict=True)
-        check_choice("loss", self.loss, LOSSES)
-        self._beam()
-        check_choice("shuffle", self.shuffle, (True, False))
-        n_threads(self.n_jobs)
-        check_seed(self.random_state)
+        check_params(LOMTREE_PARAMS, self.get_params())
         return self.get_params()
 
     def _check_fitted(self) -> None:
@@ -318,9 +303,8 @@ class LOMTree(TopKEstimator):
 
         Checked at every prediction too: both may be changed on a fitted model.
         """
-        check_int("beam_width", self.beam_width, 1, MAX_WIDTH)
-        check_real("beam_scale", self.beam_scale, 0.0, strict=True)
-        return int(self.beam_width), float(self.beam_scale)
+        width, scale = (check_param(param, getattr(self, param.name)) for param in _BEAM)
+        return int(width), float(scale)
 
     # ------------------------------------------------------------------ statistics
 
