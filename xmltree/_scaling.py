@@ -33,6 +33,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ._validation import kernel_csr
+from ._weighting import smoothed_idf, sublinear_tf, unit_rows
 from .exceptions import ModelFormatError
 
 __all__ = ["FEATURE_SCALINGS", "FeatureScaler", "feature_magnitude"]
@@ -102,14 +104,9 @@ class FeatureScaler:
             return X
         values = X.data.astype(np.float64)
         if self.kind_ == "tfidf":
-            values = np.sign(values) * _sublinear(np.abs(values)) * self.idf_[X.indices]
-        values = _unit_rows(values, X.indptr)
-        scaled = sp.csr_matrix(X.shape, dtype=np.float32)
-        # Assigned, not passed to the constructor, which may narrow the
-        # kernels' int64 row pointers.
-        scaled.data, scaled.indices, scaled.indptr = values.astype(np.float32), X.indices, X.indptr
-        scaled.has_canonical_format = True
-        return scaled
+            values = np.sign(values) * sublinear_tf(np.abs(values)) * self.idf_[X.indices]
+        values = unit_rows(values, X.indptr)
+        return kernel_csr(values.astype(np.float32), X.indices, X.indptr, X.shape)
 
     def get_state(self) -> tuple[dict, dict]:
         """The scaling as model-file parameters and arrays (``scaling/idf``)."""
@@ -178,26 +175,9 @@ def _counts(values: np.ndarray) -> bool:
     return bool(np.all(values >= 0) and np.all(values == np.floor(values)))
 
 
-def _sublinear(magnitude: np.ndarray) -> np.ndarray:
-    """``1 + log m`` for ``m >= 1``, ``m`` below: never negative, unchanged on counts.
-
-    ``1 + log m`` alone turns a fractional weight below 1/e (0.1 -> -1.3)
-    into a negative one, flipping its sign.
-    """
-    return np.where(magnitude >= 1.0, 1.0 + np.log(np.maximum(magnitude, 1.0)), magnitude)
-
-
 def _idf(X: sp.csr_matrix) -> np.ndarray:
     """Smoothed inverse document frequency of every column; 0 where df = 0."""
     df = np.bincount(X.indices, minlength=X.shape[1]).astype(np.float64)
-    idf = np.log((1.0 + X.shape[0]) / (1.0 + df)) + 1.0
+    idf = smoothed_idf(df, X.shape[0])
     idf[df == 0] = 0.0
     return idf.astype(np.float32)
-
-
-def _unit_rows(values: np.ndarray, indptr: np.ndarray) -> np.ndarray:
-    """``values`` of each CSR row divided by the row's Euclidean norm (if non-zero)."""
-    rows = np.repeat(np.arange(indptr.shape[0] - 1), np.diff(indptr))
-    norms = np.sqrt(np.bincount(rows, weights=values * values, minlength=indptr.shape[0] - 1))
-    norms[norms == 0] = 1.0
-    return values / norms[rows]

@@ -19,8 +19,24 @@ import scipy.sparse as sp
 
 from .exceptions import DataFormatError
 
-__all__ = ["check_features", "check_labels", "check_csr_structure", "make_csr", "take_rows",
-           "widen"]
+__all__ = ["check_features", "check_labels", "check_csr_structure", "kernel_csr", "make_csr",
+           "take_rows", "widen"]
+
+
+def kernel_csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
+               shape: tuple[int, int]) -> sp.csr_matrix:
+    """Wrap canonical CSR arrays in the layout the compiled kernels read.
+
+    int32 feature ids and int64 row pointers, whatever the size: the arrays
+    are assigned after construction, because scipy's constructor may narrow
+    the pointers to int32. Marked canonical; shares the arrays it can.
+    """
+    matrix = sp.csr_matrix(shape, dtype=data.dtype)
+    matrix.data = data
+    matrix.indices = indices.astype(np.int32, copy=False)
+    matrix.indptr = indptr.astype(np.int64, copy=False)
+    matrix.has_canonical_format = True
+    return matrix
 
 
 def make_csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,

@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._base import check_choice, check_int, warn_renamed
+from ._weighting import smoothed_idf, sublinear_tf, unit_rows
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 
 __all__ = ["tokenize", "TextVectorizer", "context_windows", "encode_strings", "decode_strings",
@@ -125,8 +126,7 @@ class TextVectorizer:
         self.idf_ = None
         if self.weighting == "tfidf":
             document_frequency = np.bincount(matrix.indices, minlength=self.n_features_)
-            self.idf_ = (np.log((1.0 + len(texts)) / (1.0 + document_frequency))
-                         + 1.0).astype(np.float32)
+            self.idf_ = smoothed_idf(document_frequency, len(texts)).astype(np.float32)
         return self._weigh(matrix)
 
     def _set_vocabulary(self, words: list[str]) -> None:
@@ -169,11 +169,8 @@ class TextVectorizer:
         """Counts to the fitted weighting, in place (tf-idf: unit rows; empty rows stay empty)."""
         if self.idf_ is None:
             return matrix
-        matrix.data = (1.0 + np.log(matrix.data)) * self.idf_[matrix.indices]
-        row_of_entry = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
-        norms = np.sqrt(np.bincount(row_of_entry, weights=matrix.data.astype(np.float64) ** 2,
-                                    minlength=matrix.shape[0]))
-        matrix.data /= norms[row_of_entry].astype(np.float32)
+        weighted = sublinear_tf(matrix.data) * self.idf_[matrix.indices]
+        matrix.data = unit_rows(weighted, matrix.indptr).astype(np.float32)
         return matrix
 
     def get_state(self) -> tuple[dict, dict]:

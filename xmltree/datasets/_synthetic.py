@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import make_csr
+from .._weighting import smoothed_idf, sublinear_tf
 from ._checks import check_dimension
 
 __all__ = ["make_synthetic", "make_synthetic_preset", "SyntheticPreset", "SYNTHETIC_PRESETS"]
@@ -379,9 +380,8 @@ def _merge_repeats(rows: np.ndarray, columns: np.ndarray, n_columns: int):
 def _tfidf(features: np.ndarray, counts: np.ndarray, n_samples: int,
            n_features: int) -> np.ndarray:
     """Sublinear tf times smoothed idf, as float32; always positive."""
-    document_frequency = np.bincount(features, minlength=n_features)
-    idf = np.log((1.0 + n_samples) / (1.0 + document_frequency)) + 1.0
-    return ((1.0 + np.log(counts)) * idf[features]).astype(np.float32)
+    idf = smoothed_idf(np.bincount(features, minlength=n_features), n_samples)
+    return (sublinear_tf(counts) * idf[features]).astype(np.float32)
 
 
 def _csr_from_sorted(rows: np.ndarray, columns: np.ndarray, values: np.ndarray,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_csr_structure
+from .._validation import check_csr_structure, kernel_csr
 from ..exceptions import DataFormatError, ModelFormatError
 from ._label_models import train_label_models
 from ._neighbourhoods import list_neighbourhoods
@@ -237,7 +237,4 @@ def check_linear_leaves(arrays: dict, n_features: int, n_labels: int):
         raise ModelFormatError(str(exc)) from None
     if not (np.all(np.isfinite(values)) and np.all(np.isfinite(bias))):
         raise ModelFormatError("linear leaves: non-finite weights")
-    weights = sp.csr_matrix((n_labels, n_features), dtype=np.float32)
-    # Assigned, not passed to the constructor, which may narrow the pointers.
-    weights.data, weights.indices, weights.indptr = values, indices, indptr
-    return weights, bias
+    return kernel_csr(values, indices, indptr, (n_labels, n_features)), bias

@@ -33,6 +33,7 @@ import scipy.special
 
 from .._base import check_bool, check_choice, check_int, check_real
 from .._validation import check_csr_structure, check_features, check_labels
+from .._weighting import smoothed_idf
 from ..exceptions import DataFormatError, ModelFormatError, NotFittedError
 from . import _rerank
 
@@ -86,7 +87,11 @@ def _check_candidate_labels(labels, n_labels: int | None = None) -> np.ndarray:
 
 
 def _unit_rows(matrix) -> sp.csr_matrix:
-    """Return `matrix` (sparse) with each non-zero row scaled to unit L2 norm."""
+    """Return `matrix` (sparse) with each non-zero row scaled to unit L2 norm.
+
+    In float32 by a diagonal product, not ``xmltree._weighting.unit_rows``
+    (float64): the re-rankers of existing model files score with these bits.
+    """
     matrix = sp.csr_matrix(matrix)
     row_norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1), dtype=np.float64).ravel())
     inverse_norms = np.divide(1.0, row_norms, out=np.zeros_like(row_norms), where=row_norms > 0)
@@ -98,8 +103,7 @@ def _feature_weights(X: sp.csr_matrix, feature_weighting: str) -> np.ndarray:
     if feature_weighting == "none":
         return np.ones(X.shape[1], dtype=np.float32)
     document_frequency = np.bincount(X.indices, minlength=X.shape[1])
-    idf = 1.0 + np.log((1.0 + X.shape[0]) / (1.0 + document_frequency))
-    return idf.astype(np.float32)
+    return smoothed_idf(document_frequency, X.shape[0]).astype(np.float32)
 
 
 class _Scorer:
