@@ -55,6 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ._checks import check_int
 from ._sklearn import final_step, predicted_ids, true_label_sets
 from ._validation import check_csr_structure, check_labels, widen
 from .exceptions import DataFormatError
@@ -127,7 +128,7 @@ def top_k(scores, k: int) -> tuple[np.ndarray, np.ndarray]:
         If ``scores`` contains NaN, is not numeric, or is a malformed sparse
         matrix.
     """
-    k = _check_k(k)
+    k = check_int("k", k, 1)
     if sp.issparse(scores):
         return _rank_scores(_canonical_csr(scores, "scores"), k)
     return _rank_scores(_dense_scores(scores, "scores"), k)
@@ -466,7 +467,7 @@ def evaluate(
     ValueError, DataFormatError
         As in :func:`psprecision_at_k`, and when ``ks`` is empty.
     """
-    ks = sorted({_check_k(k) for k in _as_list(ks)})
+    ks = sorted({check_int("k", k, 1) for k in _as_list(ks)})
     if not ks:
         raise ValueError("ks must hold at least one cut-off")
     judged = _judge(Y_true, Y_pred, ks[-1], inv_propensity)
@@ -491,7 +492,7 @@ class _Judgement:
 
 def _judge(Y_true, Y_pred, k_max: int, inv_propensity=None) -> _Judgement:
     """Validate the inputs, rank ``Y_pred`` to depth ``k_max`` and mark hits."""
-    k_max = _check_k(k_max)
+    k_max = check_int("k", k_max, 1)
     kind, predictions = _read_predictions(Y_pred)
     weights = None if inv_propensity is None else _check_weights(inv_propensity)
     Y = _check_truth(Y_true, kind, predictions, weights)
@@ -715,15 +716,6 @@ def _ratio(value: float, oracle: float) -> float:
     return value / oracle if oracle != 0 else 0.0
 
 
-def _check_k(k) -> int:
-    """Return ``k`` as a Python int, rejecting non-integers and ``k < 1``."""
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
-        raise ValueError(f"k must be an integer, got {k!r}")
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
-    return int(k)
-
-
 def _as_list(ks) -> list:
     """``ks`` as a list, accepting a single integer for convenience."""
     if isinstance(ks, (int, np.integer)):
@@ -768,7 +760,7 @@ class RankingScorer:
         if metric not in _METRICS:
             raise ValueError(f"unknown metric {metric!r}; valid: {list(_METRICS)}")
         self.metric = metric
-        self.k = _check_k(k)
+        self.k = check_int("k", k, 1)
         self.A = A
         self.B = B
 
@@ -833,7 +825,7 @@ def evaluate_model(model, X, Y, ks: Iterable[int] = (1, 3, 5), *, A: float = 0.5
 
 def _evaluate_learner(learner, X, Y, ks: list, A: float, B: float) -> dict[str, float]:
     """:func:`evaluate_model` of the learner itself (not a pipeline)."""
-    ks = sorted({_check_k(k) for k in ks})
+    ks = sorted({check_int("k", k, 1) for k in ks})
     labels, _ = learner.predict_top_k(X, ks[-1])
     ranking = predicted_ids(learner, labels)
     truth = true_label_sets(learner, Y)
