@@ -35,7 +35,8 @@ from ._params import Param
 from .ldsm._params import LDSM_PARAMS
 from .learned_tree._params import LEARNED_TREE_PARAMS
 from .lomtree._params import LOMTREE_PARAMS
-from .rerank._estimator import Reranked, make_reranker, reranking_stage
+from .rerank import Reranked, make_reranker
+from .rerank._stage import reranking_stage
 from .text import DOCUMENT_FORMATS, WEIGHTINGS
 
 logger = logging.getLogger(__name__)
@@ -369,7 +370,7 @@ def _model_from_args(args, learner: str = "ldsm", exclude=()):
 
 
 def _rerank_defaults() -> dict:
-    from .rerank._estimator import Reranker
+    from .rerank import Reranker
 
     return Reranker().get_params()
 
@@ -385,7 +386,6 @@ def _rerank_setting(rerank: bool, pairs: list[str]):
     """
     if not pairs:
         return rerank
-    from .rerank._estimator import make_reranker
 
     defaults = _rerank_defaults()
     settings = {}

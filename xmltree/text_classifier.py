@@ -234,7 +234,7 @@ class TextClassifier(TopKEstimator):
 
 def _is_stage(estimator) -> bool:
     """True for a stage (an instance or class) that wraps another learner."""
-    from .rerank._estimator import Reranked
+    from .rerank import Reranked
 
     kind = estimator if isinstance(estimator, type) else type(estimator)
     return issubclass(kind, (Reranked, TextClassifier))

@@ -72,7 +72,6 @@ Examples
 
 from ._estimator import (
     LogisticTailScorer,
-    Reranked,
     Reranker,
     RidgeTailScorer,
     TailScorer,
@@ -80,6 +79,7 @@ from ._estimator import (
     propensity_weighted_targets,
     rerank,
 )
+from ._stage import Reranked
 
 __all__ = [
     "TailScorer",
