@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from test_ldsm import clustered_problem, model_from_random_trees, needs_build_tree
 
 from xmltree import LearnedTree, LOMTree
+from xmltree._base import label_id_count
 from xmltree.datasets import iter_xc_chunks, read_predictions, read_xc, write_predictions, write_xc
 from xmltree.exceptions import DataFormatError, NotFittedError
 from xmltree.ldsm import LdSM, merge
@@ -248,6 +249,21 @@ def test_predict_file_equals_predict_on_the_whole_file(rng, tmp_path, xc_file, c
     assert model.predict_file(xc_file, got, k=4, chunk_size=chunk_size) == 23
     assert got.read_bytes() == expected.read_bytes()
     assert read_predictions(got).shape == (23, model.n_labels_)
+
+
+def test_every_learner_of_label_ids_predicts_a_file(tmp_path, xc_file):
+    X, Y = read_xc(xc_file)
+    classes = np.asarray(Y.argmax(axis=1)).ravel()
+    for model in (LOMTree(random_state=0).fit(X, classes),
+                  LearnedTree(dim=4, epochs=1, random_state=0).fit(X, classes)):
+        expected, got = tmp_path / "expected.txt", tmp_path / "got.txt"
+        write_predictions(expected, *model.predict_top_k(X, 3), label_id_count(model))
+        assert model.predict_file(xc_file, got, k=3, chunk_size=7) == 23
+        assert got.read_bytes() == expected.read_bytes()
+    named = LearnedTree(dim=4, epochs=1, random_state=0).fit(
+        X, np.array(["abcdefghij"[c % 10] for c in classes]))
+    with pytest.raises(ValueError, match="label ids"):
+        named.predict_file(xc_file, tmp_path / "named.txt")
 
 
 def test_iter_xc_chunks_yields_the_rows_of_read_xc(xc_file):

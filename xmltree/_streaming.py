@@ -28,13 +28,14 @@ __all__ = ["predict_xc_file"]
 logger = logging.getLogger(__name__)
 
 
-def predict_xc_file(model, path_in, path_out, *, k: int, chunk_size: int) -> int:
+def predict_xc_file(model, path_in, path_out, *, k: int, chunk_size: int,
+                    n_labels: int) -> int:
     """Write ``model.predict_top_k`` of every row of an XC file, chunk by chunk.
 
     Parameters
     ----------
     model : fitted estimator
-        Anything with ``predict_top_k(X, k)`` and ``n_labels_``.
+        Anything with ``predict_top_k(X, k)`` that ranks label ids.
     path_in : str or os.PathLike
         XC data file (its labels are read and checked, then ignored).
     path_out : str or os.PathLike
@@ -44,6 +45,8 @@ def predict_xc_file(model, path_in, path_out, *, k: int, chunk_size: int) -> int
         Labels per row.
     chunk_size : int
         Rows predicted at a time, >= 1.
+    n_labels : int
+        The label ids the model knows, for the file's header.
 
     Returns
     -------
@@ -64,7 +67,7 @@ def predict_xc_file(model, path_in, path_out, *, k: int, chunk_size: int) -> int
     n_rows = 0 if first is None else first[0]
     n_done = 0
     with atomic_write(path_out, "w", encoding="ascii", newline="\n") as handle:
-        handle.write(f"{n_rows} {model.n_labels_}\n")
+        handle.write(f"{n_rows} {n_labels}\n")
         if first is not None:
             blocks = itertools.chain([first[1]], (X for _, X in chunks))
             for labels, scores in _predict_blocks(model, blocks, k):

@@ -30,7 +30,6 @@ import scipy.sparse as sp
 from .._base import TopKEstimator, is_int, n_threads
 from .._params import check_params
 from .._scaling import FeatureScaler
-from .._streaming import predict_xc_file
 from .._validation import check_features, check_labels
 from ..exceptions import DataFormatError, ModelFormatError, NotFittedError
 from ._fitted import FittedLdSM
@@ -423,50 +422,6 @@ class LdSM(TopKEstimator):
             If ``X`` is malformed or wider than the training data.
         """
         return self.predict_top_k(X, k)
-
-    def predict_file(self, path_in, path_out, k: int = 5, chunk_size: int = 10000) -> int:
-        """Predict every row of an XC data file and write the ranked labels to disk.
-
-        The input is read ``chunk_size`` rows at a time and each chunk's
-        predictions are appended to a temporary file, which replaces
-        ``path_out`` once all rows are done; memory stays bounded by one
-        chunk however large the file. The output is exactly what
-        ``write_predictions(path_out, *self.predict(X, k), n_labels_)``
-        writes for the whole file. Inside a joblib backend that does not use
-        threads, such as ``joblib.parallel_backend("dask")``, the chunks are
-        that backend's tasks (the model is scattered to the workers once).
-
-        Parameters
-        ----------
-        path_in : str or os.PathLike
-            Data in the Extreme Classification Repository format (header
-            ``N D L``; the labels are checked but not used).
-        path_out : str or os.PathLike
-            Destination: header ``N L``, then one line of ``label:score``
-            tokens per row, best first (see
-            :func:`xmltree.datasets.write_predictions`).
-        k : int, default=5
-            Labels per row, as in :meth:`predict`.
-        chunk_size : int, default=10000
-            Rows read and predicted at a time, >= 1.
-
-        Returns
-        -------
-        int
-            Number of rows predicted.
-
-        Raises
-        ------
-        NotFittedError
-            Before :meth:`fit`.
-        ValueError
-            On an invalid ``k`` or ``chunk_size``.
-        DataFormatError
-            If the input file is malformed or wider than the training data;
-            ``path_out`` is then left as it was.
-        """
-        return predict_xc_file(self._snapshot(), path_in, path_out, k=k,
-                               chunk_size=chunk_size)
 
     def predict_scores(self, X) -> sp.csr_matrix:
         """Return all non-zero ensemble scores.
