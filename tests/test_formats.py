@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from xmltree.datasets import (
-    _formats,
+    _xc,
     iter_xc_chunks,
     read_arff,
     read_bow_pair,
@@ -167,7 +167,7 @@ def test_write_xc_leaves_nothing_behind_when_it_fails(tmp_path, monkeypatch, rng
         yield "1 0:1\n"
         raise OSError("disk full")
 
-    monkeypatch.setattr(_formats, "_xc_lines", fail_midway)
+    monkeypatch.setattr(_xc, "_xc_lines", fail_midway)
     with pytest.raises(OSError, match="disk full"):
         write_xc(path, X, Y)
     assert path.read_text() == "old content\n"

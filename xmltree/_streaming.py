@@ -21,7 +21,8 @@ import logging
 import joblib
 
 from ._atomic import atomic_write
-from .datasets._formats import _prediction_lines, iter_xc_chunks
+from .datasets._predictions import _prediction_lines
+from .datasets._xc import iter_xc_chunks
 
 __all__ = ["predict_xc_file"]
 

@@ -32,6 +32,7 @@ from . import __version__
 from ._base import label_id_count
 from ._kernels._openmp import OPENMP_ENABLED
 from ._params import Param
+from .datasets import READERS
 from .ldsm._params import LDSM_PARAMS
 from .learned_tree._params import LEARNED_TREE_PARAMS
 from .lomtree._params import LOMTREE_PARAMS
@@ -41,8 +42,8 @@ from .text import DOCUMENT_FORMATS, WEIGHTINGS
 
 logger = logging.getLogger(__name__)
 
-#: Readers selectable with ``--format``; all return ``(X, Y)``.
-FORMATS = ("xc", "libsvm")
+#: Readers selectable with ``--format`` (``xmltree.datasets.READERS``); all return ``(X, Y)``.
+FORMATS = tuple(READERS)
 
 DEMO_SHAPE = {"n_samples": 12000, "n_features": 2000, "n_labels": 500, "avg_labels": 3.0}
 
@@ -334,10 +335,7 @@ def _add_model_options(parser: argparse.ArgumentParser, learner: str | None = No
 
 
 def _read(path: Path, fmt: str, **shape):
-    from . import datasets
-
-    reader = {"xc": datasets.read_xc, "libsvm": datasets.read_libsvm}[fmt]
-    return reader(path, **shape)
+    return READERS[fmt](path, **shape)
 
 
 def _learner_class(learner: str) -> type:

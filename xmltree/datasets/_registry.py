@@ -24,7 +24,7 @@ from pathlib import Path
 
 import scipy.sparse as sp
 
-from . import _formats
+from . import _xc
 from ._checks import check_dimension
 from ._download import download_file, extract_archive
 
@@ -369,10 +369,10 @@ def _existing_folder(home: Path, info: DatasetInfo) -> Path:
 def _read_part(layout: str, files: dict[str, Path], part: str, split: int):
     """Read the train or test part of a dataset stored in ``layout``."""
     if layout == "single":
-        return _formats.read_xc(files[part])
+        return _xc.read_xc(files[part])
     if layout == "split":
-        return _formats.read_xc_split(files["data"], files[f"{part}_split"], split)
-    return _formats.read_bow_pair(files[f"{part}_features"], files[f"{part}_labels"])
+        return _xc.read_xc_split(files["data"], files[f"{part}_split"], split)
+    return _xc.read_bow_pair(files[f"{part}_features"], files[f"{part}_labels"])
 
 
 def _widen_to_common_shape(parts: list, info: DatasetInfo) -> list:
