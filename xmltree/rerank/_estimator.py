@@ -21,7 +21,8 @@ from .._base import (
 )
 from .._validation import check_features, check_labels
 from ..exceptions import DataFormatError, ModelFormatError, NotFittedError
-from ..metrics import _propensity_weights, inverse_propensity
+from ..metrics import inverse_propensity
+from ..metrics._propensity import _propensity_weights
 from . import _rerank
 from ._tail_scorers import (
     FEATURE_WEIGHTINGS,
