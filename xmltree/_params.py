@@ -103,6 +103,12 @@ def describe(param: Param) -> str:
         words.append(f"one of {list(param.choices)}")
     elif param.kind == "bool":
         words.append("True or False")
+    elif param.kind == "seed":
+        words.append("None or an integer >= 0")
+    elif param.kind == "n_jobs":
+        words.append("None or a non-zero integer (joblib's convention)")
+    else:
+        words.append("any value the estimator checks itself")
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
 
