@@ -30,8 +30,9 @@ from pathlib import Path
 import numpy as np
 from _common import DEFAULT_DATA_HOME, load_benchmark_data, write_json
 
+from xmltree._cli_options import _integer_or_word, _none_spelled_out, _number_or_word
 from xmltree.benchmark import METRIC_KEYS, measure
-from xmltree.cli import _integer_or_word, _none_spelled_out, _number_or_word, _rerank_setting
+from xmltree.cli import _rerank_setting
 from xmltree.datasets import write_xc
 from xmltree.metrics import inverse_propensity
 

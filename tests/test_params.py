@@ -6,8 +6,9 @@ import math
 import pytest
 
 from xmltree import LdSM, LearnedTree, LOMTree
+from xmltree._cli_options import PARAMETER_TABLES
 from xmltree._params import Param, check_param, describe
-from xmltree.cli import PARAMETER_TABLES, _build_parser, _learner_class
+from xmltree.cli import _build_parser, _learner_class
 
 LEARNERS = {"ldsm": LdSM, "lomtree": LOMTree, "learned-tree": LearnedTree}
 

@@ -14,15 +14,9 @@ benchmark  the scale benchmark on synthetic data with published shapes (JSON rep
 from __future__ import annotations
 
 import argparse
-import contextlib
-import errno
 import json
 import logging
-import os
-import shutil
-import stat
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -30,20 +24,31 @@ import numpy as np
 
 from . import __version__
 from ._base import label_id_count
+from ._cli_files import (
+    _check_regular_file,
+    _output_path,
+    _readable,
+    _refuse_overwriting,
+)
+from ._cli_options import (
+    _OPTIONS,
+    LEARNERS,
+    _add_format_option,
+    _add_model_options,
+    _add_seed_option,
+    _integer_or_word,
+    _none_spelled_out,
+    _optional,
+    _rerank_defaults,
+)
 from ._kernels._openmp import OPENMP_ENABLED
-from ._params import Param
 from .datasets import READERS
-from .ldsm._params import LDSM_PARAMS
-from .learned_tree._params import LEARNED_TREE_PARAMS
-from .lomtree._params import LOMTREE_PARAMS
 from .rerank import Reranked, make_reranker
 from .rerank._stage import reranking_stage
 from .text import DOCUMENT_FORMATS, WEIGHTINGS
 
 logger = logging.getLogger(__name__)
 
-#: Readers selectable with ``--format`` (``xmltree.datasets.READERS``); all return ``(X, Y)``.
-FORMATS = tuple(READERS)
 
 DEMO_SHAPE = {"n_samples": 12000, "n_features": 2000, "n_labels": 500, "avg_labels": 3.0}
 
@@ -84,7 +89,14 @@ def _build_parser() -> argparse.ArgumentParser:
                         version=f"xmltree {__version__} (built {openmp} OpenMP)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress or log output")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for add_command in (_add_demo_parser, _add_train_parser, _add_predict_parser,
+                        _add_evaluate_parser, _add_info_parser, _add_datasets_parser,
+                        _add_benchmark_parser):
+        add_command(commands)
+    return parser
 
+
+def _add_demo_parser(commands) -> None:
     demo = commands.add_parser(
         "demo", help="train and evaluate LdSM on a built-in synthetic problem",
         description="Train an LdSM ensemble and report P@k, nDCG@k and PSP@k. Without "
@@ -98,6 +110,8 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_seed_option(demo)
     demo.set_defaults(handler=_run_demo)
 
+
+def _add_train_parser(commands) -> None:
     train = commands.add_parser("train", help="fit a model on a data file and save it")
     train.add_argument("data", type=Path,
                        help="training data file (learned-tree and --text: text, one document "
@@ -113,6 +127,8 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_text_options(train)
     train.set_defaults(handler=_run_train)
 
+
+def _add_predict_parser(commands) -> None:
     predict = commands.add_parser("predict", help="predict the top-k labels of a data file")
     predict.add_argument("data", type=Path,
                          help="data file, or - for standard input (its labels are ignored)")
@@ -134,6 +150,8 @@ def _build_parser() -> argparse.ArgumentParser:
                          "input: fastText lines)")
     predict.set_defaults(handler=_run_predict)
 
+
+def _add_evaluate_parser(commands) -> None:
     evaluate = commands.add_parser("evaluate", help="score predictions against true labels")
     evaluate.add_argument("--labels", type=Path, required=True,
                           help="data file holding the true labels")
@@ -148,6 +166,8 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_format_option(evaluate)
     evaluate.set_defaults(handler=_run_evaluate)
 
+
+def _add_info_parser(commands) -> None:
     info = commands.add_parser(
         "info", help="what a model file holds",
         description="Print a model file's learner, format version, trees, nodes, leaves, "
@@ -156,6 +176,8 @@ def _build_parser() -> argparse.ArgumentParser:
     info.add_argument("model", type=Path, help="a model file written by 'train' or save()")
     info.set_defaults(handler=_run_info)
 
+
+def _add_datasets_parser(commands) -> None:
     datasets = commands.add_parser("datasets", help="dataset registry and file statistics")
     datasets_commands = datasets.add_subparsers(dest="datasets_command", metavar="ACTION",
                                                 required=True)
@@ -165,8 +187,6 @@ def _build_parser() -> argparse.ArgumentParser:
     info.add_argument("path", type=Path)
     _add_format_option(info)
     info.set_defaults(handler=_run_datasets_info)
-    _add_benchmark_parser(commands)
-    return parser
 
 
 def _add_benchmark_parser(commands) -> None:
@@ -213,124 +233,6 @@ def _add_benchmark_parser(commands) -> None:
     benchmark.set_defaults(handler=_run_benchmark)
 
 
-def _optional(kind):
-    """argparse type: a ``kind`` value, or ``None`` spelled 'none'."""
-    def parse(text: str):
-        return None if text.lower() == "none" else kind(text)
-    parse.__name__ = kind.__name__
-    return parse
-
-
-def _word_or(number, name: str):
-    """An argparse type: the word 'auto' or 'none', else ``number(text)``;
-    argparse calls a bad value an invalid `name` value."""
-    def parse(text: str):
-        word = text.lower()
-        return word if word in ("auto", "none") else number(text)
-
-    parse.__name__ = name
-    return parse
-
-
-_number_or_word = _word_or(float, "number")
-_integer_or_word = _word_or(int, "integer")
-
-
-def _none_spelled_out(params: dict) -> dict:
-    """``params`` with 'none' turned into None for the options where None is a
-    setting of its own (elsewhere a None value means "option not given")."""
-    return {name: None if value == "none" and name in _NONE_SETTINGS else value
-            for name, value in params.items()}
-
-
-#: The seed of ``demo`` and ``train`` when none is given: a run is reproducible by default.
-DEFAULT_SEED = 0
-
-
-def _add_seed_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
-                        help=f"random seed (default {DEFAULT_SEED}: the same options on the same "
-                        "data give the same model)")
-
-
-def _add_format_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", choices=FORMATS, default="xc",
-                        help="data file format: Extreme Classification Repository single "
-                        "file (xc, default) or libsvm/svmlight multi-label")
-
-
-#: Learners of ``train --learner``; the first is the default.
-LEARNERS = ("ldsm", "lomtree", "learned-tree")
-
-#: Each learner's parameter table, by its ``--learner`` name: the options below are made
-#: from them, so that every parameter a table marks ``cli`` has a flag.
-PARAMETER_TABLES = {"ldsm": LDSM_PARAMS, "lomtree": LOMTREE_PARAMS,
-                    "learned-tree": LEARNED_TREE_PARAMS}
-
-
-def _options_by_name() -> dict[str, list[tuple[str, Param]]]:
-    """Every command-line hyper-parameter, with the learners that take it."""
-    options: dict[str, list[tuple[str, Param]]] = {}
-    for learner, table in PARAMETER_TABLES.items():
-        for param in table:
-            if param.cli:
-                options.setdefault(param.name, []).append((learner, param))
-    return options
-
-
-_OPTIONS = _options_by_name()
-
-#: Options where the word 'none' is the setting None (not "option not given").
-_NONE_SETTINGS = {name for name, entries in _OPTIONS.items()
-                  if any(None in param.words or None in param.choices for _, param in entries)}
-
-
-def _option_help(entries: list[tuple[str, Param]]) -> str:
-    """"ldsm, lomtree: step size"; learners that say different things, one after another."""
-    texts: dict[str, list[str]] = {}
-    for learner, param in entries:
-        texts.setdefault(param.help, []).append(learner)
-    return "; ".join(f"{', '.join(learners)}: {text}" for text, learners in texts.items())
-
-
-def _add_option(group, name: str, entries: list[tuple[str, Param]]) -> None:
-    """One hyper-parameter flag, typed by the learners' tables."""
-    flag, text = f"--{name.replace('_', '-')}", _option_help(entries)
-    params = [param for _, param in entries]
-    if any(param.kind == "choice" for param in params):
-        choices = dict.fromkeys("none" if choice is None else str(choice)
-                                for param in params for choice in param.choices)
-        group.add_argument(flag, dest=name, choices=list(choices), help=text)
-    elif any(param.words for param in params):
-        words = dict.fromkeys("none" if word is None else word
-                              for param in params for word in param.words)
-        number = _integer_or_word if params[0].kind == "int" else _number_or_word
-        kind = "INT" if params[0].kind == "int" else "X"
-        group.add_argument(flag, dest=name, metavar="|".join([kind, *words]), type=number,
-                           help=text)
-    elif params[0].kind == "n_jobs":
-        group.add_argument(flag, dest=name, type=int, help=text)
-    else:
-        group.add_argument(flag, dest=name, help=text,
-                           type={"int": int, "real": float}.get(params[0].kind, str))
-
-
-def _add_model_options(parser: argparse.ArgumentParser, learner: str | None = None) -> None:
-    """Add the hyper-parameter options: all of them, or only ``learner``'s."""
-    group = parser.add_argument_group("hyper-parameters (default: the learner's own)")
-    for name, entries in _OPTIONS.items():
-        entries = [entry for entry in entries if learner in (None, entry[0])]
-        if entries:
-            _add_option(group, name, entries)
-    group.add_argument("--rerank", action="store_true",
-                       help="also fit a tail-label re-ranker and save it with the model (for "
-                       "'predict --rerank'; not for learned-tree, whose labels are names)")
-    group.add_argument("--rerank-param", dest="rerank_params", action="append", default=[],
-                       metavar="NAME=VALUE",
-                       help="a re-ranker setting, e.g. alpha=0.8 (repeatable; implies "
-                       "--rerank; names: " + ", ".join(_rerank_defaults()) + ")")
-
-
 # --------------------------------------------------------------------------- handlers
 
 
@@ -365,12 +267,6 @@ def _model_from_args(args, learner: str = "ldsm", exclude=()):
     if "verbose" in accepted:
         given["verbose"] = not args.quiet
     return cls(**given)
-
-
-def _rerank_defaults() -> dict:
-    from .rerank import Reranker
-
-    return Reranker().get_params()
 
 
 def _rerank_setting(rerank: bool, pairs: list[str]):
@@ -657,76 +553,6 @@ def _run_datasets_info(args) -> int:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-@contextlib.contextmanager
-def _readable(path: Path):
-    """Yield ``path``, or for ``-`` a temporary copy of standard input.
-
-    The readers take paths (and a text file's format may follow its name), so
-    standard input is copied once; format errors then name "standard input"
-    instead of the copy.
-    """
-    from .exceptions import DataFormatError
-
-    if str(path) != "-":
-        yield path
-        return
-    with tempfile.TemporaryDirectory() as directory:
-        copy = Path(directory) / "stdin"
-        with open(copy, "wb") as handle:
-            shutil.copyfileobj(sys.stdin.buffer, handle)
-        try:
-            yield copy
-        except DataFormatError as exc:
-            if exc.path != str(copy):
-                raise
-            raise DataFormatError(exc.problem, "standard input", exc.line) from None
-
-
-@contextlib.contextmanager
-def _output_path(output: Path | None):
-    """Yield the path to write a prediction file to: ``output``, or a temporary
-    file that is printed to standard output once written (the writers check
-    their rows and write files atomically; printing reuses them unchanged)."""
-    if output is not None:
-        yield output
-        return
-    with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / "predictions.txt"
-        yield path
-        with open(path, encoding="utf-8") as handle:
-            shutil.copyfileobj(handle, sys.stdout)
-
-
-def _check_regular_file(path: Path, option: str) -> None:
-    """Raise unless ``path`` is a regular file (a link to one is fine).
-
-    A device such as /dev/zero would be read without end, a FIFO would block.
-    """
-    mode = os.stat(path).st_mode  # FileNotFoundError names the path
-    if stat.S_ISDIR(mode):
-        raise IsADirectoryError(errno.EISDIR, f"{option}: is a directory, not a file", str(path))
-    if not stat.S_ISREG(mode):
-        raise ValueError(f"{option} {path}: not a regular file (a device, FIFO or socket); "
-                         "refusing to read it")
-
-
-def _refuse_overwriting(output: Path | None, option: str, inputs: dict) -> None:
-    """Raise if writing ``output`` would replace one of ``inputs`` (name -> path or None)."""
-    if output is None:
-        return
-    for name, path in inputs.items():
-        if path is not None and str(path) != "-" and _same_file(output, path):
-            raise ValueError(f"{option} {output} is the {name}: refusing to overwrite it")
-
-
-def _same_file(first: Path, second: Path) -> bool:
-    """Whether two paths name one file (links followed; a missing file by its resolved path)."""
-    try:
-        return os.path.samefile(first, second)
-    except OSError:
-        return Path(first).resolve() == Path(second).resolve()
 
 
 def _model_name(learner: str, rerank) -> str:
