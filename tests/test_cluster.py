@@ -11,6 +11,7 @@ from test_ldsm import clustered_problem, model_from_random_trees, needs_build_tr
 
 from xmltree import LearnedTree, LOMTree
 from xmltree._base import label_id_count
+from xmltree._validation import check_features, check_labels
 from xmltree.datasets import iter_xc_chunks, read_predictions, read_xc, write_predictions, write_xc
 from xmltree.exceptions import DataFormatError, NotFittedError
 from xmltree.ldsm import LdSM, merge
@@ -319,3 +320,49 @@ def test_predict_file_of_zero_rows_writes_a_header(rng, tmp_path):
     source.write_bytes(b"0 4 3\n")
     assert model.predict_file(source, tmp_path / "out.txt") == 0
     assert (tmp_path / "out.txt").read_text() == f"0 {model.n_labels_}\n"
+
+
+@needs_build_tree
+def test_dask_cluster_trains_the_whole_default_model(problem, dask_client):
+    # Issue #35: the label classifiers of linear leaves trained on the client only.
+    X, labels = problem
+    params = dict(n_trees=2, max_nodes=15, epochs=2, random_state=3, leaf_model="linear")
+    import distributed
+    import joblib
+
+    local = LdSM(**params).fit(X, labels)
+    with distributed.get_task_stream(dask_client) as stream, joblib.parallel_backend("dask"):
+        remote = LdSM(**params).fit(X, labels)
+    keys = [str(task["key"]) for task in stream.data]
+    assert any("train_label_models" in key for key in keys), keys
+    assert_same_trees(remote.trees_, local.trees_)
+    for name in ("data", "indices", "indptr"):
+        np.testing.assert_array_equal(getattr(remote.label_weights_, name),
+                                      getattr(local.label_weights_, name))
+    np.testing.assert_array_equal(remote.label_bias_, local.label_bias_)
+    for got, expected in zip(remote.predict(X, k=3), local.predict(X, k=3)):
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_label_blocks_train_the_classifiers_of_one_call(problem):
+    from xmltree.ldsm._label_models import train_label_models
+    from xmltree.ldsm._linear_leaves import _train_in_blocks, neighbourhoods
+
+    X, labels = problem
+    model = LdSM(n_trees=1, max_nodes=15, epochs=1, random_state=0,
+                 leaf_model="histogram").fit(X, labels)
+    Xs = model.scaler_.transform(check_features(X))
+    Y = check_labels(labels, n_samples=X.shape[0])
+    candidates, _ = model._forest.predict_top_k(Xs, 10, 1, check_input=False)
+    indptr, examples, targets = neighbourhoods(candidates, Y, random_negatives=2, seed=5)
+    solver = {"C": 0.5, "max_epochs": 20, "tolerance": 0.1, "weight_threshold": 0.05,
+              "seed": 11, "n_threads": 2}
+    whole, bias = train_label_models(Xs, indptr, examples, targets, **solver)
+    for n_blocks in (1, 3, Y.shape[1], 10 * Y.shape[1]):
+        blocks, block_bias = _train_in_blocks(Xs, indptr, examples, targets, solver, n_blocks)
+        assert blocks.indptr.dtype == np.int64 and blocks.indices.dtype == np.int32
+        for name in ("data", "indices", "indptr"):
+            np.testing.assert_array_equal(getattr(blocks, name), getattr(whole, name))
+        np.testing.assert_array_equal(block_bias, bias)
+    with pytest.raises(ValueError, match="first_label"):
+        train_label_models(Xs, indptr, examples, targets, **solver, first_label=-1)

@@ -50,6 +50,7 @@ cdef struct SolverSettings:
     float64_t tolerance          # stop when a pass's projected gradients span <= this
     float32_t weight_threshold   # stored weights need |w| >= this
     uint64_t seed                # generator seed, combined with the label id
+    index_t first_label          # id of the first label of this call, for the seeds
 
 
 cdef struct SolverScratch:
@@ -73,7 +74,7 @@ cdef struct LabelOutput:
 
 def train_label_models(X, label_indptr, label_examples, label_targets, *, double C,
                        int max_epochs, double tolerance, double weight_threshold,
-                       seed, int n_threads=1):
+                       seed, int n_threads=1, index_t first_label=0):
     """Train one squared-hinge classifier per label.
 
     Parameters
@@ -100,6 +101,10 @@ def train_label_models(X, label_indptr, label_examples, label_targets, *, double
         Seed in ``[0, 2**64)`` of the visiting orders.
     n_threads : int, default=1
         OpenMP threads.
+    first_label : int, default=0
+        The label id of the first label given: a label's generator is seeded
+        with its id, so labels trained in blocks (one call per block) get the
+        classifiers of one call over all of them.
 
     Returns
     -------
@@ -112,6 +117,8 @@ def train_label_models(X, label_indptr, label_examples, label_targets, *, double
     """
     cdef index_t n_labels = label_indptr.shape[0] - 1
     _check_problem(X, label_indptr, label_examples, label_targets, C, max_epochs, n_threads)
+    if first_label < 0:
+        raise ValueError("first_label must be >= 0")
     cdef CSRView rows = csr_view(X)
     cdef const offset_t[::1] indptr = label_indptr
     cdef const index_t[::1] examples = label_examples
@@ -123,6 +130,7 @@ def train_label_models(X, label_indptr, label_examples, label_targets, *, double
     settings.tolerance = tolerance
     settings.weight_threshold = <float32_t>weight_threshold
     settings.seed = <uint64_t>seed
+    settings.first_label = first_label
     label_buffer = np.zeros(n_labels, dtype=np.int32)
     label_start = np.zeros(n_labels, dtype=np.int64)
     label_nnz = np.zeros(n_labels, dtype=np.int64)
@@ -250,7 +258,8 @@ cdef float64_t _descend(const CSRView* X, const index_t* examples, const int8_t*
     has converged, every example is checked once more before stopping.
     """
     cdef rng_state rng
-    rng_seed(&rng, settings.seed ^ (<uint64_t>label * <uint64_t>0x9E3779B97F4A7C15))
+    rng_seed(&rng, settings.seed ^ (<uint64_t>(settings.first_label + label)
+                                    * <uint64_t>0x9E3779B97F4A7C15))
     cdef float64_t bias = 0.0, gradient, projected, old, step, y
     cdef float64_t largest_old = INFINITY, largest, smallest
     cdef index_t i, epoch, position, row, k, j, nnz, active = n, swapped, listed = 0

@@ -20,6 +20,7 @@ classifiers, whatever the number of labels.
 
 from __future__ import annotations
 
+import joblib
 import numpy as np
 import scipy.sparse as sp
 
@@ -56,6 +57,10 @@ RANDOM_NEGATIVES = 4
 #: stays O(useful weights). Parabel drops weights below 0.1; on held-out rows
 #: of the development sets 0.05 ranked better and 0.02 no better again.
 WEIGHT_THRESHOLD = 0.05
+
+#: Blocks of labels per job of a joblib backend that is not threads: a few per
+#: worker balance labels of unequal cost.
+LABEL_BLOCKS_PER_JOB = 4
 
 #: The arrays of the label classifiers in model files, with their dtypes.
 LINEAR_LEAF_ARRAYS = {
@@ -148,9 +153,35 @@ def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float,
     indptr, examples, targets = neighbourhoods(
         forest.predict_top_k(X, n_candidates, n_threads, check_input=False)[0], Y,
         random_negatives=RANDOM_NEGATIVES, seed=seed)
-    return train_label_models(X, indptr, examples, targets, C=C, max_epochs=MAX_EPOCHS,
-                              tolerance=TOLERANCE, weight_threshold=WEIGHT_THRESHOLD,
-                              seed=seed, n_threads=n_threads)
+    solver = {"C": C, "max_epochs": MAX_EPOCHS, "tolerance": TOLERANCE,
+              "weight_threshold": WEIGHT_THRESHOLD, "seed": seed, "n_threads": n_threads}
+    backend, n_jobs = joblib.parallel.get_active_backend(prefer="threads")
+    if getattr(backend, "uses_threads", False):
+        return train_label_models(X, indptr, examples, targets, **solver)
+    return _train_in_blocks(X, indptr, examples, targets, solver,
+                            LABEL_BLOCKS_PER_JOB * max(1, joblib.effective_n_jobs(n_jobs)))
+
+
+def _train_in_blocks(X, indptr, examples, targets, solver: dict, n_blocks: int):
+    """The classifiers as tasks of the active joblib backend (a Dask cluster, say).
+
+    Each task trains a block of consecutive labels on its slice of the
+    neighbourhoods; X is the same object in every task, so joblib's Dask
+    backend scatters it once. The labels' seeds follow their ids, so the
+    classifiers are those of one local call, bit for bit.
+    """
+    n_labels = indptr.shape[0] - 1
+    bounds = np.linspace(0, n_labels, min(n_blocks, max(n_labels, 1)) + 1).astype(np.int64)
+    jobs = []
+    for first, last in zip(bounds[:-1], bounds[1:]):
+        start, stop = indptr[first], indptr[last]
+        jobs.append(joblib.delayed(train_label_models)(
+            X, indptr[first:last + 1] - start, examples[start:stop], targets[start:stop],
+            **solver, first_label=int(first)))
+    blocks = joblib.Parallel()(jobs)
+    weights = sp.vstack([block for block, _ in blocks], format="csr")
+    return (kernel_csr(weights.data, weights.indices, weights.indptr, weights.shape),
+            np.concatenate([bias for _, bias in blocks]))
 
 
 def neighbourhoods(candidates: np.ndarray, Y: sp.csr_matrix, *, random_negatives: float = 0,
