@@ -880,3 +880,23 @@ def test_a_third_leaf_model_is_one_class_and_one_registry_line(monkeypatch, tmp_
     assert merge([loaded]).resolved_params_["leaf_model"] == "counting"
     with pytest.raises(ValueError, match="leaf_model must be one of"):
         LdSM(leaf_model="unknown").fit(X, labels)
+
+
+def test_verbose_fits_show_every_phase_and_make_the_same_model(capsys, monkeypatch):
+    # Issue #35: at scale the candidates and the label classifiers took half
+    # the fit with nothing shown. Small blocks, so that the bars move here.
+    from xmltree.ldsm import _linear_leaves
+
+    monkeypatch.setattr(_linear_leaves, "CANDIDATE_BLOCK_ROWS", 7)
+    X, labels, _ = clustered_problem(np.random.default_rng(0), 100)
+    linear = {**FAST, "leaf_model": "linear"}
+    quiet = LdSM(**linear, random_state=0).fit(X, labels)
+    capsys.readouterr()
+    shown = LdSM(**linear, random_state=0, verbose=True).fit(X, labels)
+    progress = capsys.readouterr().err
+    for phase in ("LdSM trees", "LdSM candidates", "LdSM label classifiers"):
+        assert phase in progress
+    for name in ("data", "indices", "indptr"):
+        np.testing.assert_array_equal(getattr(shown.label_weights_, name),
+                                      getattr(quiet.label_weights_, name))
+    np.testing.assert_array_equal(shown.label_bias_, quiet.label_bias_)

@@ -7,7 +7,7 @@ import time
 
 from tqdm.auto import tqdm
 
-__all__ = ["PhaseClock", "TreeProgress"]
+__all__ = ["PhaseClock", "TreeProgress", "progress_bar"]
 
 
 class PhaseClock:
@@ -45,3 +45,18 @@ class TreeProgress:
 
     def close(self) -> None:
         self._bar.close()
+
+
+class _NoBar:
+    """What :func:`progress_bar` returns when nothing is shown."""
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def progress_bar(total: int, desc: str, unit: str, shown: bool):
+    """A tqdm bar (it estimates the time left) when `shown`, else one that shows nothing."""
+    return tqdm(total=total, desc=desc, unit=unit, unit_scale=True) if shown else _NoBar()

@@ -24,6 +24,7 @@ import joblib
 import numpy as np
 import scipy.sparse as sp
 
+from .._fit_progress import progress_bar
 from .._validation import check_csr_structure, kernel_csr
 from ..exceptions import DataFormatError, ModelFormatError
 from ._label_models import train_label_models
@@ -62,6 +63,12 @@ WEIGHT_THRESHOLD = 0.05
 #: worker balance labels of unequal cost.
 LABEL_BLOCKS_PER_JOB = 4
 
+#: With progress shown, a local fit trains the labels in this many blocks and
+#: finds the training rows' candidates this many rows at a time (each block
+#: on all the threads): the same model, and a bar that moves.
+PROGRESS_BLOCKS = 100
+CANDIDATE_BLOCK_ROWS = 4096
+
 #: The arrays of the label classifiers in model files, with their dtypes.
 LINEAR_LEAF_ARRAYS = {
     "labels/indptr": np.int64,
@@ -98,7 +105,7 @@ class LinearLeaves:
         """Train every label's classifier on its neighbourhood in `forest`."""
         weights, bias = fit_linear_leaves(forest, X, Y, C=settings["C"],
                                           n_candidates=settings["n_candidates"], seed=seed,
-                                          n_threads=n_threads)
+                                          n_threads=n_threads, verbose=settings["verbose"])
         # A fit must not make a model its loader refuses.
         if not (np.all(np.isfinite(weights.data)) and np.all(np.isfinite(bias))):
             raise ValueError(f"the label classifiers diverged (non-finite weights) with "
@@ -124,7 +131,7 @@ class LinearLeaves:
 
 
 def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float,
-                      n_candidates: int, seed: int, n_threads: int):
+                      n_candidates: int, seed: int, n_threads: int, verbose: bool = False):
     """Train every label's classifier on its neighbourhood in ``forest``.
 
     Parameters
@@ -141,6 +148,10 @@ def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float,
         Seed of the random negatives and of the solver's visiting orders.
     n_threads : int
         Threads.
+    verbose : bool, default=False
+        Show progress bars (with an estimate of the time left) of the
+        training rows' candidates and of the labels trained, computed in
+        blocks then: the same classifiers.
 
     Returns
     -------
@@ -151,24 +162,46 @@ def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float,
     # neighbourhoods are listed: at full scale they are 0.6 GB the classifiers
     # do not need.
     indptr, examples, targets = neighbourhoods(
-        forest.predict_top_k(X, n_candidates, n_threads, check_input=False)[0], Y,
+        _candidates(forest, X, n_candidates, n_threads, verbose), Y,
         random_negatives=RANDOM_NEGATIVES, seed=seed)
     solver = {"C": C, "max_epochs": MAX_EPOCHS, "tolerance": TOLERANCE,
               "weight_threshold": WEIGHT_THRESHOLD, "seed": seed, "n_threads": n_threads}
     backend, n_jobs = joblib.parallel.get_active_backend(prefer="threads")
-    if getattr(backend, "uses_threads", False):
+    local = getattr(backend, "uses_threads", False)
+    if local and not verbose:
         return train_label_models(X, indptr, examples, targets, **solver)
-    return _train_in_blocks(X, indptr, examples, targets, solver,
-                            LABEL_BLOCKS_PER_JOB * max(1, joblib.effective_n_jobs(n_jobs)))
+    n_blocks = (PROGRESS_BLOCKS if local
+                else LABEL_BLOCKS_PER_JOB * max(1, joblib.effective_n_jobs(n_jobs)))
+    return _train_in_blocks(X, indptr, examples, targets, solver, n_blocks, verbose)
 
 
-def _train_in_blocks(X, indptr, examples, targets, solver: dict, n_blocks: int):
-    """The classifiers as tasks of the active joblib backend (a Dask cluster, say).
+def _candidates(forest, X: sp.csr_matrix, n_candidates: int, n_threads: int,
+                verbose: bool) -> np.ndarray:
+    """Every training row's best labels in the forest (blocks of rows, with a bar, if verbose)."""
+    if not verbose:
+        return forest.predict_top_k(X, n_candidates, n_threads, check_input=False)[0]
+    bar = progress_bar(X.shape[0], "LdSM candidates", "row", True)
+    blocks = []
+    try:
+        for start in range(0, X.shape[0], CANDIDATE_BLOCK_ROWS):
+            rows = X[start:start + CANDIDATE_BLOCK_ROWS]
+            rows.indptr = rows.indptr.astype(np.int64, copy=False)
+            blocks.append(forest.predict_top_k(rows, n_candidates, n_threads,
+                                               check_input=False)[0])
+            bar.update(rows.shape[0])
+    finally:
+        bar.close()
+    return np.concatenate(blocks)
 
-    Each task trains a block of consecutive labels on its slice of the
-    neighbourhoods; X is the same object in every task, so joblib's Dask
-    backend scatters it once. The labels' seeds follow their ids, so the
-    classifiers are those of one local call, bit for bit.
+
+def _train_in_blocks(X, indptr, examples, targets, solver: dict, n_blocks: int,
+                     verbose: bool = False):
+    """The classifiers in blocks of consecutive labels, as tasks of the active joblib backend.
+
+    Under a backend that is not threads (a Dask cluster, say) each block is a
+    task on its slice of the neighbourhoods; X is the same object in every
+    task, so joblib's Dask backend scatters it once. The labels' seeds follow
+    their ids, so the classifiers are those of one call, bit for bit.
     """
     n_labels = indptr.shape[0] - 1
     bounds = np.linspace(0, n_labels, min(n_blocks, max(n_labels, 1)) + 1).astype(np.int64)
@@ -178,7 +211,14 @@ def _train_in_blocks(X, indptr, examples, targets, solver: dict, n_blocks: int):
         jobs.append(joblib.delayed(train_label_models)(
             X, indptr[first:last + 1] - start, examples[start:stop], targets[start:stop],
             **solver, first_label=int(first)))
-    blocks = joblib.Parallel()(jobs)
+    bar = progress_bar(n_labels, "LdSM label classifiers", "label", verbose)
+    blocks = []
+    try:
+        for block in joblib.Parallel(return_as="generator")(jobs):
+            blocks.append(block)
+            bar.update(block[1].shape[0])
+    finally:
+        bar.close()
     weights = sp.vstack([block for block, _ in blocks], format="csr")
     return (kernel_csr(weights.data, weights.indices, weights.indptr, weights.shape),
             np.concatenate([bias for _, bias in blocks]))
