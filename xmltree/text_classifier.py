@@ -42,9 +42,10 @@ class TextClassifier(TopKEstimator):
     ngrams : int, default=1
         Longest word n-gram; n-grams of 2..ngrams words are hashed into
         ``buckets`` features (see :class:`~xmltree.text.TextVectorizer`).
-        Words alone are the default: on Reuters-21578 with LdSM, word
-        bigrams lowered P@1 (88.0-88.6% against 89.7%, 10 trees) and made
-        fitting 3-10 times slower; they may pay on other corpora.
+        Words alone are the default: with LdSM, hashed word bigrams lowered
+        every held-out metric of Reuters-21578 and debtags and made fitting
+        slower (``benchmarks/README.md``, "Raw text"); they may pay on other
+        corpora or learners.
     buckets : int, default=1_048_576
         Hash buckets of the n-grams (unused when ``ngrams == 1``).
     min_count : int, default=2
