@@ -65,6 +65,8 @@ from xmltree.cli import main as cli_main  # noqa: E402
 from xmltree.datasets import make_synthetic, write_xc  # noqa: E402
 from xmltree.exceptions import ModelFormatError  # noqa: E402
 from xmltree.ldsm._params import LDSM_PARAMS  # noqa: E402
+from xmltree.learned_tree._params import LEARNED_TREE_PARAMS  # noqa: E402
+from xmltree.lomtree._params import LOMTREE_PARAMS  # noqa: E402
 from xmltree.rerank import Reranked, Reranker  # noqa: E402
 
 #: Seconds one case may take: the models and data are tiny.
@@ -289,28 +291,6 @@ REAL = st.floats(1e-3, 1e3)
 
 #: Cheap valid values of each estimator's parameters (the defaults are valid too).
 VALID = {
-    LOMTree: {
-        "max_internal_nodes": st.sampled_from([None, 1, 3, 50, 10**5, 2**29]),
-        "swap_resistance": st.sampled_from([0.0, 0.3, 1.0, 4.0, 1e6]),
-        "epochs": st.integers(1, 3), "optimizer": st.sampled_from(["nag", "sgd"]),
-        "learning_rate": st.sampled_from([1e-3, 0.5, 10.0, 1e6]),
-        "loss": st.sampled_from(["hinge", "logistic"]),
-        "beam_width": st.sampled_from([1, 2, 8, 2**16]), "beam_scale": REAL,
-        "shuffle": st.booleans(), "n_jobs": st.sampled_from([None, 1, 2, -1, 1000]),
-        "random_state": st.one_of(st.none(), st.integers(0, 2**32)),
-    },
-    LearnedTree: {
-        "arity": st.sampled_from([2, 3, 5, 100]), "dim": st.sampled_from([1, 4, 16]),
-        "epochs": st.integers(1, 3), "learning_rate": st.sampled_from([1e-3, 0.2, 10.0, 1e6]),
-        "optimizer": st.sampled_from(["adagrad", "sgd"]),
-        "tree": st.sampled_from(["learned", "huffman", "random", "flat"]),
-        "n_tree_updates": st.integers(0, 4), "max_depth": st.sampled_from([None, 1, 2, 3, 64]),
-        "objective": st.sampled_from(["classification", "likelihood"]),
-        "ngrams": st.integers(1, 3), "buckets": st.sampled_from([1, 8, 2**31 - 1]),
-        "min_count": st.sampled_from([1, 2, 10**12]),
-        "n_jobs": st.sampled_from([None, 1, 2, -1, 1000]),
-        "random_state": st.one_of(st.none(), st.integers(0, 2**32)),
-    },
     Reranker: {
         "method": st.sampled_from(["geometric", "linear"]), "alpha": st.floats(0, 1),
         "beta": st.floats(0, 1), "gamma": REAL, "n_candidates": st.sampled_from([1, 3, 2**31 - 1]),
@@ -345,15 +325,23 @@ def table_strategy(param):
     return st.one_of(words, values)
 
 
-#: LdSM's valid values come from its parameter table, so that a parameter is
-#: fuzzed the day it is added; these caps keep the costly ones cheap.
-LDSM_CHEAP = {
-    "n_trees": st.integers(1, 3), "epochs": st.one_of(st.just("auto"), st.integers(1, 3)),
-    "max_nodes": st.sampled_from([None, 1, 2, 9, 40, 10**6]),
-    "n_candidates": st.sampled_from([1, 5, 200, 2**31 - 1]),
+#: The learners' valid values come from their parameter tables, so that a
+#: parameter is fuzzed the day it is added; these caps keep the costly ones cheap.
+CHEAP = {
+    LdSM: {"n_trees": st.integers(1, 3), "epochs": st.one_of(st.just("auto"), st.integers(1, 3)),
+           "max_nodes": st.sampled_from([None, 1, 2, 9, 40, 10**6]),
+           "n_candidates": st.sampled_from([1, 5, 200, 2**31 - 1])},
+    LOMTree: {"max_internal_nodes": st.sampled_from([None, 1, 3, 50, 10**5, 2**29]),
+              "epochs": st.integers(1, 3), "beam_width": st.sampled_from([1, 2, 8, 2**16])},
+    LearnedTree: {"dim": st.sampled_from([1, 4, 16]), "epochs": st.integers(1, 3),
+                  "arity": st.sampled_from([2, 3, 5, 100]), "n_tree_updates": st.integers(0, 4),
+                  "buckets": st.sampled_from([1, 8, 2**31 - 1]),
+                  "min_count": st.sampled_from([1, 2, 10**12])},
 }
-VALID[LdSM] = {param.name: LDSM_CHEAP.get(param.name, table_strategy(param))
-               for param in LDSM_PARAMS}
+for _learner, _table in ((LdSM, LDSM_PARAMS), (LOMTree, LOMTREE_PARAMS),
+                         (LearnedTree, LEARNED_TREE_PARAMS)):
+    VALID[_learner] = {param.name: CHEAP[_learner].get(param.name, table_strategy(param))
+                       for param in _table}
 
 
 @st.composite
