@@ -416,6 +416,48 @@ def check_set_params_after_fit(surface: Surface, params: dict) -> None:
     surface.counts["saved"] += 1
 
 
+@st.composite
+def refit_cases(draw):
+    """A refit's width (features kept) and the rows and k of the predictions beside it."""
+    return (draw(st.integers(1, 20)), draw(st.integers(1, 60)), draw(st.integers(1, 12)))
+
+
+def check_refit_while_predicting(surface: Surface, case) -> None:
+    """Predictions running while the same LdSM is refitted on fewer features: each one
+    is the old model's or a DataFormatError, never a crash or a mix of the two."""
+    import threading
+
+    width, n_rows, k = case
+    X, Y, _ = problem()
+    model = LdSM(n_trees=2, max_nodes=9, epochs=1, n_jobs=1, random_state=0).fit(X, Y)
+    rows = X[:n_rows]
+    # The refit model refuses the wider rows, or (all features kept) is the same
+    # model: a prediction that returns must be the old model's.
+    old = model.predict_top_k(rows, k)
+    outcomes, stop = [], threading.Event()
+
+    def predict_in_a_loop():
+        while not stop.is_set():
+            try:
+                got = model.predict_top_k(rows, k)
+            except xmltree.DataFormatError:
+                outcomes.append("refused")
+                continue
+            same = all(np.array_equal(a, b) for a, b in zip(got, old))
+            outcomes.append("kept" if same else "mixed")
+
+    thread = threading.Thread(target=predict_in_a_loop)
+    with time_limit(TIME_LIMIT):
+        thread.start()
+        try:
+            model.fit(X[:, :width], Y)
+        finally:
+            stop.set()
+            thread.join()
+    assert "mixed" not in outcomes, outcomes
+    surface.counts["refused" if "refused" in outcomes else "kept"] += 1
+
+
 # --------------------------------------------------------------------------
 # The command line
 # --------------------------------------------------------------------------
@@ -542,7 +584,9 @@ def surfaces() -> list[Surface]:
     ]
     after_fit = Surface("params_LdSM_after_fit", parameter_cases(LdSM),
                         check_set_params_after_fit)
-    return model_files + parameters + [after_fit, Surface("cli", cli_cases(), check_cli)]
+    refit = Surface("params_LdSM_refit_while_predicting", refit_cases(),
+                    check_refit_while_predicting)
+    return model_files + parameters + [after_fit, refit, Surface("cli", cli_cases(), check_cli)]
 
 
 def fuzz(surface: Surface, examples: int, random_seed: int | None = None) -> collections.Counter:
