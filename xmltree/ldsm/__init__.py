@@ -9,7 +9,8 @@ Layout of this package, from the estimator down to the kernels:
 - ``_auto_settings``: the data-derived ("auto") settings, resolved once at fit.
 - ``_linear_leaves`` (and the leaf-model registry): what re-scores a tree's candidates.
 - ``_tree_arrays``: the flat-tree contract of the builder and the model file.
-- compiled: ``_builder`` (grows one tree), ``_forest`` (the ensemble at prediction),
+- compiled: ``_builder`` (grows one tree), ``_node_trainer`` (trains its nodes),
+  ``_forest`` (the ensemble at prediction),
   ``_descent`` (multi-way descent), ``_label_models`` (per-label classifiers),
   ``_neighbourhoods`` (each label's training rows), ``_strongest`` (row feature caps).
 """
