@@ -24,7 +24,7 @@ autodoc_member_order = "bysource"
 def parameter_tables() -> str:
     """The reStructuredText of every learner's parameter table (``xmltree._params``)."""
     from xmltree._params import describe
-    from xmltree.cli import PARAMETER_TABLES
+    from xmltree._cli_options import PARAMETER_TABLES
 
     lines = []
     for learner, table in PARAMETER_TABLES.items():
