@@ -113,3 +113,17 @@ def test_bench_ldsm_suite_prints_the_table(bench_ldsm, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "| amazon670k-shape@0.002 | " in out and "(napkinxc-plt)" in out
     assert " of 1 sets; median fit ratio LdSM / PLT over the 0 real sets nan" in out
+
+
+def test_benchmark_data_reads_an_unregistered_folder_in_one_space(tmp_path, scripts):
+    common, _ = scripts
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    (folder / "train.txt").write_text("2 3 2\n0 0:1 2:2\n1 1:1\n")
+    (folder / "test.txt").write_text("1 5 4\n3 4:1\n")
+    X_train, Y_train, X_test, Y_test = common.load_benchmark_data(tmp_path, "tiny")
+    assert X_train.shape == (2, 5) and X_test.shape == (1, 5)
+    assert Y_train.shape == (2, 4) and Y_test.shape == (1, 4)
+    assert X_train.toarray().tolist() == [[1, 0, 2, 0, 0], [0, 1, 0, 0, 0]]
+    with pytest.raises(KeyError, match="'nowhere' is neither a registered dataset"):
+        common.load_benchmark_data(tmp_path, "nowhere")
