@@ -56,7 +56,7 @@ def bench_ldsm(monkeypatch):
 
 def _run(model, **scores):
     return {"model": model, "n_trees": None, "P@1": 0.5, "P@5": 0.2, "PSP@5": 0.3,
-            "train_s": 1.0, "predict_ms_per_example": 0.1, **scores}
+            "train_s": 1.0, "train_cpu_s": 2.0, "predict_ms_per_example": 0.1, **scores}
 
 
 def test_suite_rows_set_ldsm_against_the_best_peer_of_each_metric(bench_ldsm):
@@ -73,11 +73,13 @@ def test_suite_rows_set_ldsm_against_the_best_peer_of_each_metric(bench_ldsm):
     assert rows[0]["P@5"] == (0.2, 0.19, "omikuji-bonsai")
     assert rows[0]["PSP@5"] == (0.3, 0.31, "omikuji-bonsai")
     assert rows[0]["fit_ratio"] == 3.0 and rows[0]["predict_ratio"] == 0.5
+    assert rows[0]["fit_cpu_ratio"] == 1.0
     assert np.isnan(rows[1]["fit_ratio"]) and np.isnan(rows[1]["predict_ratio"])
 
 
 def test_suite_table_counts_the_sets_where_ldsm_leads(bench_ldsm, capsys):
-    results = {"a": [_run("ldsm", train_s=3.0), _run("napkinxc-plt", **{"P@1": 0.6})],
+    results = {"a": [_run("ldsm", train_s=3.0, train_cpu_s=8.0),
+                     _run("napkinxc-plt", **{"P@1": 0.6})],
                "b": [_run("ldsm"), _run("napkinxc-plt", train_s=2.0)],
                "c@0.1": [_run("ldsm", train_s=9.0), _run("napkinxc-plt")]}
     bench_ldsm.print_suite(results)
@@ -85,7 +87,7 @@ def test_suite_table_counts_the_sets_where_ldsm_leads(bench_ldsm, capsys):
     assert "| a | 50.00 / 60.00 (napkinxc-plt) | 20.00 / 20.00 (napkinxc-plt)" in out
     # ties count as leading; the synthetic set stays out of the median (3.0 and 0.5)
     assert "LdSM >= the best peer on P@1 2, P@5 3, PSP@5 3 of 3 sets" in out
-    assert "over the 2 real sets 1.75x" in out
+    assert "over the 2 real sets 1.75x (CPU 2.50x)" in out
 
 
 def test_suite_runs_only_its_own_sets(bench_ldsm):
@@ -112,7 +114,7 @@ def test_bench_ldsm_suite_prints_the_table(bench_ldsm, monkeypatch, capsys):
                      "--n-trees", "2", "--max-nodes", "15", "--epochs", "1"])
     out = capsys.readouterr().out
     assert "| amazon670k-shape@0.002 | " in out and "(napkinxc-plt)" in out
-    assert " of 1 sets; median fit ratio LdSM / PLT over the 0 real sets nan" in out
+    assert " of 1 sets; median fit ratio LdSM / PLT over the 0 real sets nanx (CPU nanx)" in out
 
 
 def test_benchmark_data_reads_an_unregistered_folder_in_one_space(tmp_path, scripts):
