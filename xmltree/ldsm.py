@@ -98,7 +98,8 @@ class LdSM(TopKEstimator):
         Largest number of nodes per tree, >= 1. None adapts the trees to the
         data: enough nodes for leaves of about ``LEAF_SIZE`` (8) training
         examples, ``(M L - 1) / (M - 1)`` nodes for ``L = n_samples / 8``
-        leaves of arity M, at most ``MAX_AUTO_NODES`` (131072). Small leaves
+        leaves of arity M, at most ``LEAVES_PER_LABEL`` (8) leaves per label
+        and ``MAX_AUTO_NODES`` (131072) nodes. Small leaves
         make the histograms local (neighbour-like) and the candidate labels
         precise; on the Amazon-670K shape at scale 0.1 they raise P@1 by
         more than 20 points over 1000-node trees (``benchmarks/README.md``).
@@ -180,9 +181,10 @@ class LdSM(TopKEstimator):
         [0, 1]: 0 ranks by the classifiers alone, 1 by the histograms alone.
         "auto": 0 when the trees descend more widely than they were trained
         (see `descent_threshold`: the histograms of the many leaves reached
-        then choose the candidates, and the classifiers alone rank them),
-        else 0.3 (measured in ``benchmarks/README.md``, "Histogram weight
-        with the wider descent").
+        then choose the candidates, and the classifiers alone rank them) or
+        when the rows have more than ``MANY_FEATURES`` (65536) features, else
+        0.3 (measured in ``benchmarks/README.md``, "Histogram weight with the
+        wider descent" and "Defaults on the eight-set suite").
     descent_threshold : float, None or "auto", default="auto"
         Score at or above which an example descends to a child after
         training (when predicting, and when the linear leaves gather each
@@ -453,7 +455,7 @@ class LdSM(TopKEstimator):
         if params["weight_threshold"] is None:
             params["weight_threshold"] = 1.0 / X.shape[1]
         if params["max_nodes"] is None:
-            params["max_nodes"] = auto_node_budget(X.shape[0], params["arity"])
+            params["max_nodes"] = auto_node_budget(X.shape[0], params["arity"], Y.shape[1])
             params["max_weights_per_regressor"] = auto_weight_floor(
                 params["max_weights_per_regressor"], params["max_nodes"])
         training_threshold = ROUTING_THRESHOLDS[params["routing"]]
@@ -535,7 +537,8 @@ class LdSM(TopKEstimator):
         """Install checked label classifiers: the forest re-scores with them."""
         self.label_weights_, self.label_bias_ = weights, bias
         histogram_weight = resolve_histogram_weight(
-            self.histogram_weight, self._forest.threshold, ROUTING_THRESHOLDS[self.routing])
+            self.histogram_weight, self._forest.threshold, ROUTING_THRESHOLDS[self.routing],
+            self.n_features_in_)
         self._forest.use_label_models(weights, bias, n_candidates=self.n_candidates,
                                       histogram_weight=histogram_weight,
                                       margin_scale=MARGIN_SCALE)
