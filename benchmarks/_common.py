@@ -13,8 +13,9 @@ import resource
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
-from xmltree.datasets import load_dataset
+from xmltree.datasets import DATASETS, load_dataset, read_xc
 
 #: ``../shared/datasets`` and ``../shared/corpora`` next to the repository.
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
@@ -23,9 +24,27 @@ DEFAULT_CORPORA = SHARED / "corpora"
 
 
 def load_split(data_home: Path, name: str):
-    """Train and test matrices of a registered dataset, in one feature and label space."""
-    (X_train, Y_train), (X_test, Y_test) = load_dataset(name, data_home, subset="both")
-    return X_train, Y_train, X_test, Y_test
+    """Train and test matrices of a dataset, in one feature and label space: a registered
+    one, or any ``<data_home>/<name>/{train,test}.txt`` pair in the XC format."""
+    if name in DATASETS:
+        (X_train, Y_train), (X_test, Y_test) = load_dataset(name, data_home, subset="both")
+        return X_train, Y_train, X_test, Y_test
+    folder = Path(data_home) / name
+    if not (folder / "train.txt").is_file():
+        raise KeyError(f"{name!r} is neither a registered dataset nor a folder with train.txt "
+                       f"and test.txt in {data_home}")
+    (X_train, Y_train), (X_test, Y_test) = (read_xc(folder / f"{part}.txt")
+                                            for part in ("train", "test"))
+    n_features = max(X_train.shape[1], X_test.shape[1])
+    n_labels = max(Y_train.shape[1], Y_test.shape[1])
+    return (_widened(X_train, n_features), _widened(Y_train, n_labels),
+            _widened(X_test, n_features), _widened(Y_test, n_labels))
+
+
+def _widened(matrix, n_columns: int):
+    """`matrix` (CSR) with `n_columns` columns, the new ones empty."""
+    return sp.csr_matrix((matrix.data, matrix.indices, matrix.indptr),
+                         shape=(matrix.shape[0], n_columns))
 
 
 #: Share of a synthetic preset's rows that train (the rest test).

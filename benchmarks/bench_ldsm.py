@@ -1,4 +1,4 @@
-"""LdSM against napkinXC and omikuji on the same data, in the same run.
+"""LdSM against napkinXC, omikuji and PECOS on the same data, in the same run.
 
 For every dataset and model: P@1/3/5, nDCG@1/3/5, PSP@1/3/5, training time (wall and CPU),
 prediction ms/example, peak resident memory, and for LdSM tree depth and node count. Each
@@ -11,6 +11,7 @@ Examples
         stackex_chemistry rcv1sub1 amazon670k-shape@0.1 --markdown   # the defaults vs peers
     python benchmarks/bench_ldsm.py --datasets delicious --models ldsm --n-trees 1 10 50
     python benchmarks/bench_ldsm.py --json results.json --plots plots/
+    python benchmarks/bench_ldsm.py --suite                  # the development suite, one table
     python benchmarks/bench_ldsm.py --datasets bibtex --n-trees 50 \
         --rerank-param tail_scorer=ridge --rerank-param alpha=0.3 ...   # with re-ranking
 
@@ -18,11 +19,18 @@ Datasets are read from ``--data-home`` (default ``../shared/datasets`` next to t
 repository) in the ``<name>/train.txt`` + ``<name>/test.txt`` layout; ``<preset>@<scale>``
 (e.g. ``amazon670k-shape@0.1``) generates a synthetic preset instead (seed 0), of which the
 first 80% of the rows train. LdSM runs at its defaults unless options say otherwise.
+
+``--suite`` runs every model on ``SUITE`` (``--datasets`` may narrow it) and ends with one
+table: per set, LdSM's P@1 / P@5 / PSP@5 beside the best peer's, LdSM's fit time over napkinXC
+PLT's and its prediction time over PECOS XR-Linear's, then the sets where LdSM is at least the
+best peer per metric and the median fit ratio. PECOS (``pip install libpecos``) joins the peers
+when it imports.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import tempfile
 from pathlib import Path
@@ -30,13 +38,28 @@ from pathlib import Path
 import numpy as np
 from _common import DEFAULT_DATA_HOME, load_benchmark_data, write_json
 
-from xmltree._cli_options import _integer_or_word, _none_spelled_out, _number_or_word
+from xmltree._cli_options import _OPTIONS, _add_option, _none_spelled_out
+from xmltree._scaling import FeatureScaler
 from xmltree.benchmark import METRIC_KEYS, measure
 from xmltree.cli import _rerank_setting
 from xmltree.datasets import write_xc
+from xmltree.ldsm._params import LDSM_PARAMS
 from xmltree.metrics import inverse_propensity
+from xmltree.rerank import Reranked, make_reranker
 
-PEERS = ("napkinxc-plt", "napkinxc-br", "napkinxc-ovr", "omikuji-parabel", "omikuji-bonsai")
+PEERS = ("napkinxc-plt", "napkinxc-br", "napkinxc-ovr", "omikuji-parabel", "omikuji-bonsai",
+         "pecos-xrlinear")
+
+#: The development suite: the eight shared sets and the Amazon-670K shape at scale 0.1.
+SUITE = ("bibtex", "delicious", "yahoo_arts", "stackex_chemistry", "rcv1sub1", "debtags",
+         "ohsumed", "corel16k001", "amazon670k-shape@0.1")
+
+#: Peers of one classifier per label over every training row (napkinXC BR and OVR): the suite
+#: leaves them out on sets of more labels than this, where their fit runs for hours.
+ONE_VS_ALL_MAX_LABELS = 10000
+
+#: LdSM options this script defines itself (several tree counts, its thread count).
+OWN_OPTIONS = ("n_trees", "n_jobs")
 
 
 # ----------------------------------------------------------------------------- models
@@ -48,13 +71,15 @@ def run_ldsm(data, n_trees, params, n_jobs, timer):
     import xmltree
 
     X_train, Y_train, X_test, _ = data
-    if n_trees is not None:
-        params = {**params, "n_trees": n_trees}
+    params = dict(params) if n_trees is None else {**params, "n_trees": n_trees}
+    rerank = params.pop("rerank", None)
     model = xmltree.LdSM(n_jobs=n_jobs, random_state=0, **params)
     with timer("train"):
         model.fit(X_train, Y_train)
+        ranker = model if rerank is None else Reranked(model, make_reranker(rerank)).fit(
+            X_train, Y_train)
     with timer("predict"):
-        labels, _ = model.predict(X_test, k=5, rerank="rerank" in params)
+        labels, _ = ranker.predict_top_k(X_test, k=5)
     return labels, {"max_depth": int(np.max(model.depth_)),
                     "mean_nodes": float(np.mean(model.n_nodes_)),
                     "fit_seconds": model.fit_seconds_}
@@ -95,6 +120,41 @@ def run_omikuji(data, kind, n_jobs, timer):
             for row in X_test
         ]
     return _pad(predictions), {}
+
+
+def run_pecos(data, kind, n_jobs, timer):
+    """PECOS XR-Linear (`kind` "xrlinear") at its defaults (PIFA label embedding,
+    hierarchical k-means tree), on the rows tf-idf-weighted (count data) or unit-length
+    (weighted data) as it expects."""
+    from pecos.xmc import Indexer, LabelEmbeddingFactory
+    from pecos.xmc.xlinear.model import XLinearModel
+
+    X_train, Y_train, X_test, _ = data
+    with timer("train"):
+        scaler = FeatureScaler("auto").fit(X_train)
+        X = scaler.transform(X_train).astype(np.float32)
+        Y = Y_train.astype(np.float32).tocsr()
+        label_features = LabelEmbeddingFactory.create(Y, X, method="pifa")
+        clusters = Indexer.gen(label_features, threads=n_jobs)
+        model = XLinearModel.train(X, Y, C=clusters, threads=n_jobs)
+    with timer("predict"):
+        scores = model.predict(scaler.transform(X_test).astype(np.float32), only_topk=5,
+                               threads=n_jobs).tocsr()
+    return _top_of_rows(scores), {}
+
+
+#: The runner of each peer library: ``runner(data, kind, n_jobs, timer)``.
+PEER_RUNNERS = {"napkinxc": run_napkinxc, "omikuji": run_omikuji, "pecos": run_pecos}
+
+
+def _top_of_rows(scores) -> np.ndarray:
+    """(n, 5) label ids of each sparse row's largest scores, best first, padded with -1."""
+    out = np.full((scores.shape[0], 5), -1, dtype=np.int64)
+    for i in range(scores.shape[0]):
+        start, stop = scores.indptr[i], scores.indptr[i + 1]
+        order = np.argsort(-scores.data[start:stop], kind="stable")[:5]
+        out[i, : order.size] = scores.indices[start:stop][order]
+    return out
 
 
 def _pad(rankings) -> np.ndarray:
@@ -142,6 +202,59 @@ def print_table(dataset: str, rows: list[tuple[str, dict]]) -> None:
                                        for v in cells))
 
 
+#: The scores the suite table sets LdSM against the best peer on.
+SUITE_METRICS = ("P@1", "P@5", "PSP@5")
+
+
+def suite_rows(results: dict) -> list[dict]:
+    """Per dataset with LdSM (its first ``--n-trees``) and a peer: for each of
+    ``SUITE_METRICS`` ``(LdSM's, the best peer's, which peer)``, with ``fit_ratio`` (LdSM's
+    fit seconds over napkinXC PLT's), ``fit_cpu_ratio`` (the same in CPU seconds, steadier on
+    a shared machine) and ``predict_ratio`` (LdSM's prediction ms/example over PECOS
+    XR-Linear's), NaN without that peer."""
+    rows = []
+    for dataset, runs in results.items():
+        by_model = {}
+        for run in runs:
+            by_model.setdefault(run["model"], run)
+        ldsm = by_model.pop("ldsm", None)
+        if ldsm is None or not by_model:
+            continue
+        row = {"dataset": dataset}
+        for key in SUITE_METRICS:
+            best = max(by_model, key=lambda model: by_model[model][key])
+            row[key] = (ldsm[key], by_model[best][key], best)
+        for ratio, peer, cost in (("fit_ratio", "napkinxc-plt", "train_s"),
+                                  ("fit_cpu_ratio", "napkinxc-plt", "train_cpu_s"),
+                                  ("predict_ratio", "pecos-xrlinear", "predict_ms_per_example")):
+            row[ratio] = ldsm[cost] / by_model[peer][cost] if peer in by_model else float("nan")
+        rows.append(row)
+    return rows
+
+
+def print_suite(results: dict) -> None:
+    """The suite table (Markdown): LdSM beside the best peer per set and metric, the cost
+    ratios, the sets where LdSM is at least the best peer, and the median fit ratio over
+    the real (not synthetic) sets."""
+    rows = suite_rows(results)
+    print("\n| data | " + " | ".join(f"{key} LdSM / best peer" for key in SUITE_METRICS)
+          + " | fit LdSM / PLT (CPU) | predict LdSM / XR-Linear |")
+    print("|---" * (len(SUITE_METRICS) + 3) + "|")
+    for row in rows:
+        cells = [f"{100 * ours:.2f} / {100 * best:.2f} ({peer})"
+                 for ours, best, peer in (row[key] for key in SUITE_METRICS)]
+        print(f"| {row['dataset']} | " + " | ".join(cells)
+              + f" | {row['fit_ratio']:.2f}x ({row['fit_cpu_ratio']:.2f}x)"
+              f" | {row['predict_ratio']:.2f}x |")
+    wins = ", ".join(f"{key} {sum(row[key][0] >= row[key][1] for row in rows)}"
+                     for key in SUITE_METRICS)
+    real = [row for row in rows if "@" not in row["dataset"]]
+    medians = [np.nanmedian([row[key] for row in real]) if real else float("nan")
+               for key in ("fit_ratio", "fit_cpu_ratio")]
+    print(f"\nLdSM >= the best peer on {wins} of {len(rows)} sets; median fit ratio "
+          f"LdSM / PLT over the {len(real)} real sets {medians[0]:.2f}x (CPU {medians[1]:.2f}x)")
+
+
 def plot(results: dict, directory: Path, arity: int) -> None:
     """P@k against the number of trees, and depth against log_M K."""
     import matplotlib
@@ -179,40 +292,23 @@ def plot(results: dict, directory: Path, arity: int) -> None:
     plt.close(fig)
 
 
-def main(argv=None) -> None:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-home", type=Path, default=DEFAULT_DATA_HOME)
-    parser.add_argument("--datasets", nargs="+", default=["bibtex", "delicious"])
+    parser.add_argument("--datasets", nargs="+", default=None,
+                        help="default: bibtex delicious, or with --suite every SUITE set")
+    parser.add_argument("--suite", action="store_true",
+                        help="run SUITE (or the --datasets among it) and print the suite table")
     parser.add_argument("--models", nargs="+", default=["ldsm", *PEERS],
                         choices=["ldsm", *PEERS])
     parser.add_argument("--n-trees", type=int, nargs="+", default=[None],
                         help="LdSM ensemble sizes to train (default: LdSM's own)")
     parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--arity", type=int, default=None)
-    parser.add_argument("--max-nodes", type=int, default=None)
-    parser.add_argument("--epochs", type=int, default=None)
-    parser.add_argument("--learning-rate", type=float, default=None)
-    parser.add_argument("--lambda1", type=float, default=None)
-    parser.add_argument("--lambda2", type=float, default=None)
-    parser.add_argument("--routing", choices=("margin", "sigmoid"), default=None)
-    parser.add_argument("--leaf-scores", choices=("distribution", "frequency"), default=None)
-    parser.add_argument("--leaf-aggregation", choices=("mean", "sum"), default=None)
-    parser.add_argument("--max-weights-per-regressor", type=int, default=None)
-    parser.add_argument("--max-weights-per-example", type=float, default=None)
-    parser.add_argument("--leaf-model", choices=("linear", "histogram"), default=None)
-    parser.add_argument("--C", type=float, default=None)
-    parser.add_argument("--n-candidates", type=int, default=None)
-    parser.add_argument("--histogram-weight", type=_number_or_word, default=None)
-    parser.add_argument("--feature-scaling", choices=("auto", "tfidf", "l2", "none"),
-                        default=None)
-    parser.add_argument("--descent-threshold", type=_number_or_word, default=None,
-                        help="a number, 'auto' or 'none' (the training rule)")
-    parser.add_argument("--max-leaf-labels", type=_integer_or_word, default=None,
-                        help="an integer, 'auto' or 'none' (every label)")
-    parser.add_argument("--max-wide-branches", type=_integer_or_word, default=None,
-                        help="an integer or 'none' (no limit)")
-    parser.add_argument("--max-row-features", type=_integer_or_word, default=None,
-                        help="an integer, 'auto' or 'none' (every feature)")
+    group = parser.add_argument_group("LdSM settings (default: LdSM's own)")
+    for name, entries in _OPTIONS.items():
+        entries = [entry for entry in entries if entry[0] == "ldsm"]
+        if entries and name not in OWN_OPTIONS:
+            _add_option(group, name, entries)
     parser.add_argument("--rerank-param", dest="rerank_params", action="append", default=[],
                         metavar="NAME=VALUE",
                         help="fit LdSM with a tail-label re-ranker with this setting (repeatable) "
@@ -222,42 +318,74 @@ def main(argv=None) -> None:
                         help="also print one Markdown table of all results")
     parser.add_argument("--plots", type=Path, help="write PNG plots to this directory")
     args = parser.parse_args(argv)
-    params = {name: getattr(args, name) for name in
-              ("arity", "max_nodes", "epochs", "learning_rate", "lambda1", "lambda2", "routing",
-               "leaf_scores", "leaf_aggregation", "max_weights_per_regressor",
-               "max_weights_per_example", "leaf_model", "C", "n_candidates",
-               "histogram_weight", "feature_scaling", "descent_threshold", "max_leaf_labels",
-               "max_wide_branches", "max_row_features")
-              if getattr(args, name) is not None}
+    if args.suite:
+        unknown = sorted(set(args.datasets or ()) - set(SUITE))
+        if unknown:
+            parser.error(f"--suite: {unknown} are not suite sets; choose among {list(SUITE)}")
+        args.datasets = [name for name in SUITE if name in (args.datasets or SUITE)]
+    elif args.datasets is None:
+        args.datasets = ["bibtex", "delicious"]
+    return args
+
+
+def ldsm_params(args: argparse.Namespace) -> dict:
+    """The LdSM parameters the options set (the others keep LdSM's defaults)."""
+    params = {param.name: getattr(args, param.name) for param in LDSM_PARAMS
+              if param.cli and param.name not in OWN_OPTIONS
+              and getattr(args, param.name) is not None}
     params = _none_spelled_out(params)
     if args.rerank_params:
         params["rerank"] = _rerank_setting(True, args.rerank_params)
+    return params
 
+
+def peers_for(models: list[str], n_labels: int, suite: bool) -> list[str]:
+    """The peers to run on a set of `n_labels` labels: the suite leaves out one-vs-all
+    peers above ``ONE_VS_ALL_MAX_LABELS`` labels and PECOS when it is not installed."""
+    peers = [m for m in models if m != "ldsm"]
+    if suite and n_labels > ONE_VS_ALL_MAX_LABELS:
+        peers = [m for m in peers if m not in ("napkinxc-br", "napkinxc-ovr")]
+    if "pecos-xrlinear" in peers and importlib.util.find_spec("pecos") is None:
+        print("pecos-xrlinear left out: PECOS is not installed (pip install libpecos)")
+        peers.remove("pecos-xrlinear")
+    return peers
+
+
+def run_dataset(dataset: str, args: argparse.Namespace, params: dict) -> list[tuple[str, dict]]:
+    """Measure LdSM (every ``--n-trees``) and the peers on one dataset: (name, result) rows."""
+    data = load_benchmark_data(args.data_home, dataset)
+    inv_propensity = inverse_propensity(data[1])
+    runs = []
+    if "ldsm" in args.models:
+        for n_trees in args.n_trees:
+            label = "ldsm" if n_trees is None else f"ldsm ({n_trees} trees)"
+            runs.append((label, "ldsm", n_trees,
+                         lambda d, t, n=n_trees: run_ldsm(d, n, params, args.n_jobs, t)))
+    for peer in peers_for(args.models, data[1].shape[1], args.suite):
+        library, kind = peer.split("-")
+        runs.append((peer, peer, None, lambda d, t, r=PEER_RUNNERS[library], k=kind:
+                     r(d, k, args.n_jobs, t)))
+    rows = []
+    for name, model, n_trees, runner in runs:
+        result = measure(runner, data, inv_propensity)
+        result.update(model=model, n_trees=n_trees, n_labels=int(data[1].shape[1]),
+                      params=params)
+        rows.append((name, result))
+    return rows
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    params = ldsm_params(args)
     results: dict[str, list[dict]] = {}
     for dataset in args.datasets:
-        data = load_benchmark_data(args.data_home, dataset)
-        inv_propensity = inverse_propensity(data[1])
-        runs = []
-        if "ldsm" in args.models:
-            for n_trees in args.n_trees:
-                label = "ldsm" if n_trees is None else f"ldsm ({n_trees} trees)"
-                runs.append((label, "ldsm", n_trees,
-                             lambda d, t, n=n_trees: run_ldsm(d, n, params, args.n_jobs, t)))
-        for peer in (m for m in args.models if m != "ldsm"):
-            library, kind = peer.split("-")
-            run = run_napkinxc if library == "napkinxc" else run_omikuji
-            runs.append((peer, peer, None,
-                         lambda d, t, r=run, k=kind: r(d, k, args.n_jobs, t)))
-        rows = []
-        for name, model, n_trees, runner in runs:
-            result = measure(runner, data, inv_propensity)
-            result.update(model=model, n_trees=n_trees, n_labels=int(data[1].shape[1]),
-                          params=params)
-            rows.append((name, result))
+        rows = run_dataset(dataset, args, params)
         print_table(dataset, rows)
         results[dataset] = [r for _, r in rows]
     if args.markdown:
         print_markdown(results)
+    if args.suite:
+        print_suite(results)
     if args.json:
         write_json(args.json, {"datasets": results})
     if args.plots:

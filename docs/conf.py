@@ -23,8 +23,8 @@ autodoc_member_order = "bysource"
 
 def parameter_tables() -> str:
     """The reStructuredText of every learner's parameter table (``xmltree._params``)."""
-    from xmltree._params import describe
     from xmltree._cli_options import PARAMETER_TABLES
+    from xmltree._params import describe
 
     lines = []
     for learner, table in PARAMETER_TABLES.items():

@@ -4,6 +4,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -43,3 +44,88 @@ def test_json_reports_carry_the_peak_memory(tmp_path, scripts):
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["rows"] == [1, 2] and report["peak_rss_mb"] > 0
     assert report["peak_rss_children_mb"] >= 0
+
+
+@pytest.fixture
+def bench_ldsm(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import bench_ldsm
+
+    return bench_ldsm
+
+
+def _run(model, **scores):
+    return {"model": model, "n_trees": None, "P@1": 0.5, "P@5": 0.2, "PSP@5": 0.3,
+            "train_s": 1.0, "train_cpu_s": 2.0, "predict_ms_per_example": 0.1, **scores}
+
+
+def test_suite_rows_set_ldsm_against_the_best_peer_of_each_metric(bench_ldsm):
+    results = {"a": [_run("ldsm", train_s=3.0, predict_ms_per_example=0.2),
+                     _run("ldsm", n_trees=50, **{"P@1": 0.9}),  # not LdSM's first run
+                     _run("napkinxc-plt", **{"P@1": 0.6, "P@5": 0.1}),
+                     _run("omikuji-bonsai", **{"P@1": 0.55, "P@5": 0.19, "PSP@5": 0.31}),
+                     _run("pecos-xrlinear", predict_ms_per_example=0.4, **{"P@5": 0.1})],
+               "b@0.1": [_run("ldsm"), _run("omikuji-parabel", **{"P@1": 0.4})],
+               "ldsm only": [_run("ldsm")]}
+    rows = bench_ldsm.suite_rows(results)
+    assert [row["dataset"] for row in rows] == ["a", "b@0.1"]
+    assert rows[0]["P@1"] == (0.5, 0.6, "napkinxc-plt")
+    assert rows[0]["P@5"] == (0.2, 0.19, "omikuji-bonsai")
+    assert rows[0]["PSP@5"] == (0.3, 0.31, "omikuji-bonsai")
+    assert rows[0]["fit_ratio"] == 3.0 and rows[0]["predict_ratio"] == 0.5
+    assert rows[0]["fit_cpu_ratio"] == 1.0
+    assert np.isnan(rows[1]["fit_ratio"]) and np.isnan(rows[1]["predict_ratio"])
+
+
+def test_suite_table_counts_the_sets_where_ldsm_leads(bench_ldsm, capsys):
+    results = {"a": [_run("ldsm", train_s=3.0, train_cpu_s=8.0),
+                     _run("napkinxc-plt", **{"P@1": 0.6})],
+               "b": [_run("ldsm"), _run("napkinxc-plt", train_s=2.0)],
+               "c@0.1": [_run("ldsm", train_s=9.0), _run("napkinxc-plt")]}
+    bench_ldsm.print_suite(results)
+    out = capsys.readouterr().out
+    assert "| a | 50.00 / 60.00 (napkinxc-plt) | 20.00 / 20.00 (napkinxc-plt)" in out
+    # ties count as leading; the synthetic set stays out of the median (3.0 and 0.5)
+    assert "LdSM >= the best peer on P@1 2, P@5 3, PSP@5 3 of 3 sets" in out
+    assert "over the 2 real sets 1.75x (CPU 2.50x)" in out
+
+
+def test_suite_runs_only_its_own_sets(bench_ldsm):
+    args = bench_ldsm.parse_args(["--suite", "--datasets", "ohsumed", "bibtex"])
+    assert args.datasets == ["bibtex", "ohsumed"]  # in the suite's order
+    assert bench_ldsm.parse_args(["--suite"]).datasets == list(bench_ldsm.SUITE)
+    assert bench_ldsm.parse_args([]).datasets == ["bibtex", "delicious"]
+    with pytest.raises(SystemExit):
+        bench_ldsm.parse_args(["--suite", "--datasets", "eurlex"])
+
+
+def test_suite_leaves_out_one_vs_all_peers_on_many_labels(bench_ldsm, monkeypatch):
+    monkeypatch.setattr(bench_ldsm.importlib.util, "find_spec", lambda name: None)
+    peers = ["ldsm", "napkinxc-plt", "napkinxc-br", "napkinxc-ovr", "pecos-xrlinear"]
+    assert bench_ldsm.peers_for(peers, 100, suite=True) == peers[1:4]
+    assert bench_ldsm.peers_for(peers, 20000, suite=True) == ["napkinxc-plt"]
+    assert bench_ldsm.peers_for(peers, 20000, suite=False) == peers[1:4]
+
+
+def test_bench_ldsm_suite_prints_the_table(bench_ldsm, monkeypatch, capsys):
+    pytest.importorskip("napkinxc")
+    monkeypatch.setattr(bench_ldsm, "SUITE", ("amazon670k-shape@0.002",))
+    bench_ldsm.main(["--suite", "--models", "ldsm", "napkinxc-plt", "--n-jobs", "1",
+                     "--n-trees", "2", "--max-nodes", "15", "--epochs", "1"])
+    out = capsys.readouterr().out
+    assert "| amazon670k-shape@0.002 | " in out and "(napkinxc-plt)" in out
+    assert " of 1 sets; median fit ratio LdSM / PLT over the 0 real sets nanx (CPU nanx)" in out
+
+
+def test_benchmark_data_reads_an_unregistered_folder_in_one_space(tmp_path, scripts):
+    common, _ = scripts
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    (folder / "train.txt").write_text("2 3 2\n0 0:1 2:2\n1 1:1\n")
+    (folder / "test.txt").write_text("1 5 4\n3 4:1\n")
+    X_train, Y_train, X_test, Y_test = common.load_benchmark_data(tmp_path, "tiny")
+    assert X_train.shape == (2, 5) and X_test.shape == (1, 5)
+    assert Y_train.shape == (2, 4) and Y_test.shape == (1, 4)
+    assert X_train.toarray().tolist() == [[1, 0, 2, 0, 0], [0, 1, 0, 0, 0]]
+    with pytest.raises(KeyError, match="'nowhere' is neither a registered dataset"):
+        common.load_benchmark_data(tmp_path, "nowhere")

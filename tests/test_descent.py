@@ -117,10 +117,10 @@ def test_bad_descent_thresholds_are_named(value):
 
 
 def test_auto_histogram_weight_follows_the_descent():
-    assert resolve_histogram_weight("auto", 0.05, 0.5) == WIDE_DESCENT_HISTOGRAM_WEIGHT
-    assert resolve_histogram_weight("auto", 0.5, 0.5) == HISTOGRAM_WEIGHT
-    assert resolve_histogram_weight("auto", 0.9, 0.5) == HISTOGRAM_WEIGHT
-    assert resolve_histogram_weight(0.7, 0.05, 0.5) == 0.7
+    assert resolve_histogram_weight("auto", 0.05, 0.5, 100) == WIDE_DESCENT_HISTOGRAM_WEIGHT
+    assert resolve_histogram_weight("auto", 0.5, 0.5, 100) == HISTOGRAM_WEIGHT
+    assert resolve_histogram_weight("auto", 0.9, 0.5, 100) == HISTOGRAM_WEIGHT
+    assert resolve_histogram_weight(0.7, 0.05, 0.5, 100) == 0.7
 
 
 @pytest.mark.parametrize("n_labels, params, expected", [

@@ -6,15 +6,25 @@ their test splits (``benchmarks/README.md``).
 
 from __future__ import annotations
 
-__all__ = ["LEAF_SIZE", "MAX_AUTO_NODES", "FULL_FLOOR_NODES", "WIDE_DESCENT_MIN_LABELS",
-           "WIDE_DESCENT_THRESHOLD", "HISTOGRAM_WEIGHT", "WIDE_DESCENT_HISTOGRAM_WEIGHT",
-           "MAX_LEAF_LABELS", "MAX_WIDE_BRANCHES", "LARGE_TREE_WIDE_BRANCHES", "MAX_ROW_FEATURES",
-           "EPOCHS", "SHORT_ROW_EPOCHS", "auto_node_budget", "auto_weight_floor",
-           "resolve_descent_threshold", "resolve_histogram_weight", "resolve_max_wide_branches",
-           "resolve_max_leaf_labels", "resolve_max_row_features", "resolve_epochs"]
+__all__ = ["LEAF_SIZE", "LEAVES_PER_LABEL", "MAX_AUTO_NODES", "FULL_FLOOR_NODES",
+           "WIDE_DESCENT_MIN_LABELS", "WIDE_DESCENT_THRESHOLD", "HISTOGRAM_WEIGHT",
+           "WIDE_DESCENT_HISTOGRAM_WEIGHT", "MANY_FEATURES", "MANY_FEATURES_HISTOGRAM_WEIGHT",
+           "MAX_LEAF_LABELS", "MAX_WIDE_BRANCHES", "LARGE_TREE_WIDE_BRANCHES",
+           "MAX_ROW_FEATURES", "EPOCHS", "SHORT_ROW_EPOCHS", "auto_node_budget",
+           "auto_weight_floor", "resolve_descent_threshold", "resolve_histogram_weight",
+           "resolve_max_wide_branches", "resolve_max_leaf_labels", "resolve_max_row_features",
+           "resolve_epochs"]
 
 #: Training examples per leaf that ``max_nodes=None`` aims at.
 LEAF_SIZE = 8
+
+#: Leaves per label that ``max_nodes=None`` gives at most. With few labels
+#: and many rows, a leaf per ``LEAF_SIZE`` rows grows trees of hundreds of
+#: leaves per label, whose histograms repeat each other, while the linear
+#: leaves rank every label anyway (``n_candidates`` exceeds the labels):
+#: the tree's cost then follows the rows, not the problem. See
+#: ``benchmarks/README.md``, "Defaults on the eight-set suite".
+LEAVES_PER_LABEL = 8
 
 #: Most nodes per tree that ``max_nodes=None`` gives, whatever the data size:
 #: there the weight floor (``FULL_FLOOR_NODES``) has shrunk to a quarter.
@@ -60,6 +70,16 @@ WIDE_DESCENT_THRESHOLD = 0.05
 #: weight with the wider descent".
 HISTOGRAM_WEIGHT = 0.3
 WIDE_DESCENT_HISTOGRAM_WEIGHT = 0.0
+
+#: Features above which the training rule's descent gives the histograms
+#: ``MANY_FEATURES_HISTOGRAM_WEIGHT`` too. Over a vocabulary this large the
+#: per-label classifiers separate the labels by themselves, and the few rows
+#: of a leaf add their neighbours' labels as noise: of the eight development
+#: sets only the widest one (debtags, tf-idf of word 1-2-grams) lost with
+#: the histograms, and it has three times the features of the next (see
+#: ``benchmarks/README.md``, "Defaults on the eight-set suite").
+MANY_FEATURES = 65536
+MANY_FEATURES_HISTOGRAM_WEIGHT = 0.0
 
 #: Children a path of the wide descent may take that only its threshold
 #: admits (the training rule's are always taken). As the trees grow, more
@@ -128,12 +148,15 @@ EPOCHS = 3
 SHORT_ROW_EPOCHS = 10
 
 
-def auto_node_budget(n_samples: int, arity: int) -> int:
+def auto_node_budget(n_samples: int, arity: int, n_labels: int | None = None) -> int:
     """Nodes of an M-ary tree with a leaf per ``LEAF_SIZE`` examples, capped.
 
-    A full M-ary tree with L leaves has ``(M L - 1) / (M - 1)`` nodes.
+    With `n_labels`, the leaves are also at most ``LEAVES_PER_LABEL`` per
+    label. A full M-ary tree with L leaves has ``(M L - 1) / (M - 1)`` nodes.
     """
     n_leaves = max(1, -(-n_samples // LEAF_SIZE))
+    if n_labels is not None:
+        n_leaves = max(1, min(n_leaves, LEAVES_PER_LABEL * n_labels))
     return int(min((arity * n_leaves - 1) // (arity - 1), MAX_AUTO_NODES))
 
 
@@ -163,18 +186,22 @@ def resolve_descent_threshold(setting, routing: str, n_labels: int) -> float | N
     return None
 
 
-def resolve_histogram_weight(setting, descent_threshold: float,
-                             training_threshold: float) -> float:
+def resolve_histogram_weight(setting, descent_threshold: float, training_threshold: float,
+                             n_features: int) -> float:
     """The histogram weight of the linear leaves' blend.
 
     "auto" gives ``WIDE_DESCENT_HISTOGRAM_WEIGHT`` when the fitted trees send
     examples to children scoring below the training rule's threshold
-    (`descent_threshold` < `training_threshold`), else ``HISTOGRAM_WEIGHT``.
+    (`descent_threshold` < `training_threshold`),
+    ``MANY_FEATURES_HISTOGRAM_WEIGHT`` when the rows have more than
+    ``MANY_FEATURES`` `n_features`, else ``HISTOGRAM_WEIGHT``.
     """
     if setting != "auto":
         return setting
     if descent_threshold < training_threshold:
         return WIDE_DESCENT_HISTOGRAM_WEIGHT
+    if n_features > MANY_FEATURES:
+        return MANY_FEATURES_HISTOGRAM_WEIGHT
     return HISTOGRAM_WEIGHT
 
 

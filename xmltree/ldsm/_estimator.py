@@ -55,7 +55,8 @@ class LdSM(TopKEstimator):
         Largest number of nodes per tree, >= 1. None adapts the trees to the
         data: enough nodes for leaves of about ``LEAF_SIZE`` (8) training
         examples, ``(M L - 1) / (M - 1)`` nodes for ``L = n_samples / 8``
-        leaves of arity M, at most ``MAX_AUTO_NODES`` (131072). Small leaves
+        leaves of arity M, at most ``LEAVES_PER_LABEL`` (8) leaves per label
+        and ``MAX_AUTO_NODES`` (131072) nodes. Small leaves
         make the histograms local (neighbour-like) and the candidate labels
         precise; on the Amazon-670K shape at scale 0.1 they raise P@1 by
         more than 20 points over 1000-node trees (``benchmarks/README.md``).
@@ -142,9 +143,10 @@ class LdSM(TopKEstimator):
         [0, 1]: 0 ranks by the classifiers alone, 1 by the histograms alone.
         "auto": 0 when the trees descend more widely than they were trained
         (see `descent_threshold`: the histograms of the many leaves reached
-        then choose the candidates, and the classifiers alone rank them),
-        else 0.3 (measured in ``benchmarks/README.md``, "Histogram weight
-        with the wider descent").
+        then choose the candidates, and the classifiers alone rank them) or
+        when the rows have more than ``MANY_FEATURES`` (65536) features, else
+        0.3 (measured in ``benchmarks/README.md``, "Histogram weight with the
+        wider descent" and "Defaults on the eight-set suite").
     descent_threshold : float, None or "auto", default="auto"
         Score at or above which an example descends to a child after
         training (when predicting, and when the linear leaves gather each
@@ -379,7 +381,7 @@ class LdSM(TopKEstimator):
         hyper = self._validate_params()
         settings = {**hyper, "feature_scaling": None, "max_row_features": None,
                     "leaf_model": "histogram"}
-        settings = resolve_for_prediction(settings, hyper, n_labels, trees)
+        settings = resolve_for_prediction(settings, hyper, n_features, n_labels, trees)
         scaler = FeatureScaler.from_state({"kind": "none"}, {}, n_features)
         fitted = FittedLdSM.from_trees(trees, settings, scaler, n_features, n_labels)
         self._install(fitted.with_leaves(LEAF_MODELS["histogram"]()))

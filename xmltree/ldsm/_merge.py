@@ -72,7 +72,8 @@ def merge(models) -> LdSM:
     trees = [tree for state in states for tree in state.trees]
     first = states[0]
     settings = {**first.settings, **{name: hyper[name] for name in SHARD_PARAMS}}
-    settings = resolve_for_prediction(settings, hyper, first.n_labels, trees)
+    settings = resolve_for_prediction(settings, hyper, first.n_features, first.n_labels,
+                                      trees)
     fitted = FittedLdSM.from_trees(trees, settings, first.scaler, first.n_features,
                                    first.n_labels, check_trees=False)
     merged = LdSM(**hyper)

@@ -78,7 +78,8 @@ def fitted_from_state(params: dict, arrays: dict) -> tuple[dict, FittedLdSM]:
              for t in range(sizes["n_trees"])]
     settings["feature_scaling"] = None if scaler.kind_ == "none" else scaler.kind_
     if params.get("resolve_at_load"):
-        settings = resolve_for_prediction(settings, hyper, sizes["n_labels"], trees)
+        settings = resolve_for_prediction(settings, hyper, sizes["n_features"],
+                                          sizes["n_labels"], trees)
     fitted = FittedLdSM.from_trees(trees, settings, scaler, sizes["n_features"],
                                    sizes["n_labels"])
     return hyper, fitted.with_leaves(leaves)

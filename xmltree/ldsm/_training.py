@@ -105,7 +105,7 @@ def resolve_before_trees(params: dict, scaler: FeatureScaler, X: sp.csr_matrix,
     if settings["weight_threshold"] is None:
         settings["weight_threshold"] = 1.0 / X.shape[1]
     if settings["max_nodes"] is None:
-        settings["max_nodes"] = auto_node_budget(X.shape[0], settings["arity"])
+        settings["max_nodes"] = auto_node_budget(X.shape[0], settings["arity"], n_labels)
         settings["max_weights_per_regressor"] = auto_weight_floor(
             settings["max_weights_per_regressor"], settings["max_nodes"])
     training_threshold = ROUTING_THRESHOLDS[settings["routing"]]
@@ -123,7 +123,7 @@ def resolve_before_trees(params: dict, scaler: FeatureScaler, X: sp.csr_matrix,
     # A classifier re-scores at most every label: more candidates only cost memory.
     settings["n_candidates"] = min(settings["n_candidates"], n_labels)
     settings["histogram_weight"] = resolve_histogram_weight(
-        settings["histogram_weight"], fitted_threshold, training_threshold)
+        settings["histogram_weight"], fitted_threshold, training_threshold, X.shape[1])
     return settings
 
 
@@ -134,7 +134,7 @@ def resolve_after_trees(settings: dict, trees: list[dict]) -> dict:
         settings["max_wide_branches"], int(largest))}
 
 
-def resolve_for_prediction(settings: dict, hyper: dict, n_labels: int,
+def resolve_for_prediction(settings: dict, hyper: dict, n_features: int, n_labels: int,
                            trees: list[dict]) -> dict:
     """`settings` with the prediction-only ones taken from `hyper` and resolved.
 
@@ -150,7 +150,8 @@ def resolve_for_prediction(settings: dict, hyper: dict, n_labels: int,
                 "max_wide_branches": hyper["max_wide_branches"],
                 "histogram_weight": resolve_histogram_weight(
                     hyper["histogram_weight"],
-                    training_threshold if descent is None else descent, training_threshold)}
+                    training_threshold if descent is None else descent, training_threshold,
+                    n_features)}
     return resolve_after_trees(settings, trees)
 
 
