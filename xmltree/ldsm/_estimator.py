@@ -58,8 +58,7 @@ class LdSM(TopKEstimator):
         leaves of arity M, at most ``LEAVES_PER_LABEL`` (8) leaves per label
         and ``MAX_AUTO_NODES`` (131072) nodes. Small leaves
         make the histograms local (neighbour-like) and the candidate labels
-        precise; on the Amazon-670K shape at scale 0.1 they raise P@1 by
-        more than 20 points over 1000-node trees (``benchmarks/README.md``).
+        precise, most of all with many labels (``benchmarks/README.md``).
         Beyond ``FULL_FLOOR_NODES`` (32768) nodes, i.e. about 131,000
         training examples for M = 2, the weight floor
         ``max_weights_per_regressor`` shrinks in proportion, so that a

@@ -46,17 +46,17 @@ TOLERANCE = 0.1
 #: Random negatives drawn for a label, per positive, on top of its tree
 #: neighbourhood. When rows carry many labels, a row's candidates are mostly
 #: its own labels, and a rarer label's neighbourhood holds hardly any rows
-#: without it: on the Delicious-200K shape (75 labels a row) the median label
-#: bias came out at +0.31 and the classifiers alone ranked at chance. With 4
-#: random negatives per positive, P@5 there rose from 55.1 to 60.9, while the
-#: development sets moved by at most 0.1 (held-out rows; benchmarks/README.md,
-#: "Random negatives"). They cost 4 x (label occurrences) training pairs, next
-#: to the n_candidates x n_samples of the neighbourhoods.
+#: without it: on the Delicious-200K shape (75 labels a row) the labels'
+#: biases came out positive and the classifiers alone ranked at chance. A few
+#: random negatives per positive fix that at little cost elsewhere ("Random
+#: negatives" in the benchmarks' lab notebook). They cost 4 x (label
+#: occurrences) training pairs, next to the n_candidates x n_samples of the
+#: neighbourhoods.
 RANDOM_NEGATIVES = 4
 
 #: Stored classifier weights need at least this magnitude, so that the model
-#: stays O(useful weights). Parabel drops weights below 0.1; on held-out rows
-#: of the development sets 0.05 ranked better and 0.02 no better again.
+#: stays O(useful weights), as Parabel's (which drops weights below 0.1; a
+#: lower threshold ranked better on held-out rows, down to this one).
 WEIGHT_THRESHOLD = 0.05
 
 #: Blocks of labels per job of a joblib backend that is not threads: a few per
