@@ -20,21 +20,16 @@ then for every expanded node its M initial biases and its tie breaks.
 import numpy as np
 
 cimport numpy as cnp
-from libc.math cimport fabs
-from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdint cimport int64_t
 from libcpp.algorithm cimport nth_element, sort
 from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
-from .._kernels._optim cimport MAX_GROUP_SIZE, OPTIMIZER_NAG, OPTIMIZER_SGD, regressor_step, reset_group
-from .._kernels._optim cimport group_block_size, new_group, score, sigmoid, weight_of
-from .._kernels._random cimport rng_below, rng_seed, rng_shuffle, rng_uniform
-from ._node_trainer cimport NodeTrainer
-from ._routing cimport route
+from .._kernels._optim cimport weight_of
+from .._kernels._random cimport rng_shuffle
 from .._kernels._sparse cimport CSRView, csr_view
 from .._kernels._types cimport float32_t, float64_t, index_t, offset_t
-
-from ._tree_arrays import ROUTING_THRESHOLDS
+from ._node_trainer cimport NodeTrainer
 
 cnp.import_array()
 

@@ -43,15 +43,15 @@ cimport numpy as cnp
 from libc.math cimport fabs
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libcpp.algorithm cimport nth_element, sort
-from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
-from .._kernels._optim cimport MAX_GROUP_SIZE, OPTIMIZER_NAG, OPTIMIZER_SGD, regressor_step, reset_group
-from .._kernels._optim cimport group_block_size, new_group, score, sigmoid, weight_of
-from .._kernels._random cimport rng_below, rng_seed, rng_shuffle, rng_uniform
-from ._routing cimport route
+from .._kernels._optim cimport (MAX_GROUP_SIZE, OPTIMIZER_NAG, OPTIMIZER_SGD, group_block_size,
+                                new_group, regressor_step, reset_group, score, sigmoid,
+                                weight_of)
+from .._kernels._random cimport rng_below, rng_seed, rng_uniform
 from .._kernels._sparse cimport CSRView, csr_view
 from .._kernels._types cimport float32_t, float64_t, index_t, offset_t
+from ._routing cimport route
 
 from ._tree_arrays import ROUTING_THRESHOLDS
 
