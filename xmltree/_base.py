@@ -10,8 +10,6 @@ protocol, :class:`TopKEstimator`.
 
 from __future__ import annotations
 
-import warnings
-
 import joblib
 import numpy as np
 import scipy.sparse as sp
@@ -40,7 +38,7 @@ from .metrics import RankingScorer
 __all__ = [
     "Estimator", "TopKEstimator", "estimator_class", "class_values", "label_id_count", "is_int",
     "check_int", "check_real", "check_choice", "check_bool", "check_seed", "check_k",
-    "n_threads", "warn_renamed", "MAX_INDEX", "MAX_NODES", "MAX_TREES", "MAX_EPOCHS", "MAX_WIDTH",
+    "n_threads", "MAX_INDEX", "MAX_NODES", "MAX_TREES", "MAX_EPOCHS", "MAX_WIDTH",
     "MAX_DEPTH", "MAX_NGRAMS", "MAX_LEARNING_RATE", "MAX_N_JOBS", "THREADS_PER_CORE",
 ]
 
@@ -638,9 +636,3 @@ def n_threads(n_jobs) -> int:
                          f"{MAX_N_JOBS}], got {n_jobs!r}")
     cores = max(1, joblib.effective_n_jobs(-1))
     return min(max(1, joblib.effective_n_jobs(n_jobs)), THREADS_PER_CORE * cores)
-
-
-def warn_renamed(old: str, new: str) -> None:
-    """Warn that the public name `old` is now `new` (the old one goes in the next release)."""
-    warnings.warn(f"{old} is deprecated and will be removed in the next release of xmltree; "
-                  f"use {new} instead", FutureWarning, stacklevel=3)

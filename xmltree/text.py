@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ._base import check_choice, check_int, warn_renamed
+from ._base import check_choice, check_int
 from ._weighting import smoothed_idf, sublinear_tf, unit_rows
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 
@@ -172,17 +172,6 @@ class TextVectorizer:
         weighted = sublinear_tf(matrix.data) * self.idf_[matrix.indices]
         matrix.data = unit_rows(weighted, matrix.indptr).astype(np.float32)
         return matrix
-
-    def get_state(self) -> tuple[dict, dict]:
-        """Deprecated: the state is private (``_get_state``), as for the estimators."""
-        warn_renamed("TextVectorizer.get_state", "the estimator's save()")
-        return self._get_state()
-
-    @classmethod
-    def from_state(cls, params: dict, arrays: dict) -> TextVectorizer:
-        """Deprecated: the state is private (``_from_state``), as for the estimators."""
-        warn_renamed("TextVectorizer.from_state", "xmltree.load()")
-        return cls._from_state(params, arrays)
 
     def _get_state(self) -> tuple[dict, dict]:
         """Return ``(params, arrays)`` for model files (no pickle)."""
