@@ -16,7 +16,9 @@ into those two parts, on the test split and optionally on training rows:
   score); and the histogram's own P@1/P@5, the trees without classifiers.
 
 Since a row whose candidates miss every true label scores 0 at P@1,
-``P@1 = oracle P@1 x P@1 on recalled rows`` exactly. Also reported: leaves
+``P@1 = oracle P@1 x P@1 on recalled rows``. (Up to ties: the histogram ranking
+is the forest's own top-k, which can differ from the candidates the classifiers
+saw only among labels tied at the last candidate's score.) Also reported: leaves
 reached per tree per row, tree sizes and regressor weights, the resolved "auto"
 settings, fit seconds by phase and (in the JSON) the peak memory.
 
