@@ -8,7 +8,8 @@ script fits the default ``LdSM(random_state=0)`` once and splits the final P@k
 into those two parts, on the test split and optionally on training rows:
 
 * candidate recall@k (k = 5, 50, 200): the share of a row's true labels among its
-  k best labels by histogram score, before any classifier;
+  k best labels by histogram score, before any classifier, and recall@reached:
+  the share found in any leaf the row reaches (the descent, without cut-off);
 * the oracle P@1/P@5: what a perfect re-scorer of the candidates would reach
   (a row scores a hit at 1 when any true label is a candidate);
 * the final P@1/P@5, their share of the oracle's, and the final P@k on the rows
@@ -72,38 +73,42 @@ def histogram_forest(model: xmltree.LdSM):
     return fitted.forest
 
 
-def histogram_ranking(model: xmltree.LdSM, forest, X, depth: int, n_jobs: int) -> np.ndarray:
-    """Each row's `depth` best labels by histogram score, best first (-1 pads).
+def scaled_rows(model: xmltree.LdSM, X) -> sp.csr_matrix:
+    """Rows `X` as the forest reads them: checked and scaled as at fit."""
+    return model.scaler_.transform(check_features(X, n_features=model.n_features_in_))
 
-    Parameters
-    ----------
-    model : xmltree.LdSM
-        The fitted model, for its feature scaling.
-    forest : xmltree.ldsm._forest.Forest
-        From :func:`histogram_forest`.
-    X : scipy.sparse.csr_matrix
-        Unscaled rows, as given to ``model.predict``.
-    depth : int
-        Labels per row.
-    n_jobs : int
-        Threads.
 
-    Returns
-    -------
-    numpy.ndarray of int32, shape (n_rows, depth)
-    """
-    X_scaled = model.scaler_.transform(check_features(X, n_features=model.n_features_in_))
-    return forest.predict_top_k(X_scaled, depth, n_jobs, check_input=False)[0]
+def true_among(Y: sp.csr_matrix, listed: sp.csr_matrix) -> sp.csr_matrix:
+    """The true labels of each row that `listed` stores a non-zero for, as a 0/1 matrix."""
+    found = sp.csr_matrix(Y.multiply(listed != 0))
+    found.eliminate_zeros()
+    return found
 
 
 def recalled_labels(Y: sp.csr_matrix, candidates: np.ndarray) -> sp.csr_matrix:
-    """The true labels of each row that are among its `candidates`, as a 0/1 matrix."""
+    """The true labels of each row that are among its `candidates` (-1 pads), as 0/1."""
     rows, columns = np.nonzero(candidates >= 0)
     listed = sp.csr_matrix((np.ones(rows.size), (rows, candidates[rows, columns])),
                            shape=Y.shape)
-    recalled = sp.csr_matrix(Y.multiply(listed))
-    recalled.eliminate_zeros()
-    return recalled
+    return true_among(Y, listed)
+
+
+#: Rows per block when listing every label of the leaves the rows reach.
+REACHED_BLOCK_ROWS = 2048
+
+
+def reached_recall(forest, X_scaled: sp.csr_matrix, Y: sp.csr_matrix, n_jobs: int) -> float:
+    """Share of a row's true labels found in any leaf it reaches, averaged over rows.
+
+    The recall of the candidates without the ``n_candidates`` cut-off: what
+    the descent alone finds. Rows without labels count 0, as in ``recall_at_k``.
+    """
+    found = np.zeros(Y.shape[0])
+    for start in range(0, Y.shape[0], REACHED_BLOCK_ROWS):
+        block = slice(start, start + REACHED_BLOCK_ROWS)
+        reached = forest.predict_scores(X_scaled[block], n_jobs)
+        found[block] = np.diff(true_among(Y[block], reached).indptr)
+    return float(np.mean(found / np.maximum(np.diff(Y.indptr), 1)))
 
 
 # ----------------------------------------------------------------------------- measures
@@ -173,9 +178,12 @@ def tree_report(model: xmltree.LdSM) -> dict:
 def rows_report(model: xmltree.LdSM, forest, X, Y, n_jobs: int) -> dict:
     """:func:`candidate_report` of rows `X` with labels `Y`, and the leaves they reach."""
     n_candidates = model.resolved_params_["n_candidates"]
-    ranking = histogram_ranking(model, forest, X, max(max(RECALL_KS), n_candidates), n_jobs)
+    X_scaled = scaled_rows(model, X)
+    ranking = forest.predict_top_k(X_scaled, max(max(RECALL_KS), n_candidates), n_jobs,
+                                   check_input=False)[0]
     final = model.predict(X, k=max(PRECISION_KS))[0]
     report = candidate_report(Y, ranking, final, n_candidates)
+    report["recall@reached"] = reached_recall(forest, X_scaled, Y, n_jobs)
     report["leaves reached per tree"] = spread(model.leaves_reached(X))
     return report
 
@@ -219,7 +227,7 @@ def diagnose(data, n_jobs: int, train_rows: int) -> dict:
 
 
 #: Columns of the printed table, in order.
-TABLE_KEYS = (*(f"recall@{k}" for k in RECALL_KS), "rows recalled",
+TABLE_KEYS = (*(f"recall@{k}" for k in RECALL_KS), "recall@reached", "rows recalled",
               *(f"{kind} P@{k}" for k in PRECISION_KS
                 for kind in ("histogram", "oracle", "final", "recalled")),
               "final/oracle P@1", "final/oracle P@5")

@@ -58,7 +58,8 @@ def test_diagnose_ldsm_splits_precision_into_recall_and_classifiers(tmp_path, mo
     assert set(report["fit seconds"]) >= {"trees", "linear_leaves"}
     for split, rows in report["splits"].items():
         assert rows["rows"] == (100 if split == "train" else report["test rows"])
-        assert rows["recall@5"] <= rows["recall@50"] <= rows["recall@200"] <= 1
+        assert (rows["recall@5"] <= rows["recall@50"] <= rows["recall@200"]
+                <= rows["recall@reached"] <= 1)
         for k in (1, 5):
             assert rows[f"final P@{k}"] <= rows[f"oracle P@{k}"] + 1e-12
         # A row without a true candidate scores 0 at 1: P@1 splits exactly.
