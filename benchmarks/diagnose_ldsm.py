@@ -55,22 +55,53 @@ PRECISION_KS = (1, 5)
 # ----------------------------------------------------------------------------- rankings
 
 
-def histogram_forest(model: xmltree.LdSM):
-    """A forest of `model`'s trees that scores with their leaf histograms only.
+def histogram_forest(model: xmltree.LdSM, **overrides) -> FittedLdSM:
+    """A fitted state of `model`'s trees that scores with their leaf histograms only.
 
     Parameters
     ----------
     model : xmltree.LdSM
-        A fitted model (its trees are shared, not copied).
+        A fitted model (its trees are read, the forest is a new one).
+    **overrides
+        Resolved settings to change, e.g. ``n_candidates``.
 
     Returns
     -------
-    xmltree.ldsm._forest.Forest
+    FittedLdSM
         Descends as `model` does (same resolved settings), without label models.
     """
-    fitted = FittedLdSM.from_trees(model.trees_, model.resolved_params_, model.scaler_,
-                                   model.n_features_in_, model.n_labels_)
-    return fitted.forest
+    return FittedLdSM.from_trees(model.trees_, {**model.resolved_params_, **overrides},
+                                 model.scaler_, model.n_features_in_, model.n_labels_)
+
+
+def wider_precision(model: xmltree.LdSM, X_scaled, Y, widths, n_jobs: int) -> dict:
+    """P@k of `model`'s classifiers re-scoring more candidates, fit unchanged.
+
+    Parameters
+    ----------
+    model : xmltree.LdSM
+        A fitted model with linear leaves.
+    X_scaled : scipy.sparse.csr_matrix
+        Rows from :func:`scaled_rows`; `Y` their labels.
+    widths : iterable of int
+        Candidates per row to re-score at prediction.
+    n_jobs : int
+        Threads.
+
+    Returns
+    -------
+    dict
+        ``"P@k, n candidates"`` for every cut-off and width.
+    """
+    report = {}
+    leaves = model._fitted_state().leaves
+    for width in widths:
+        forest = histogram_forest(model, n_candidates=width).with_leaves(leaves).forest
+        labels = forest.predict_top_k(X_scaled, max(PRECISION_KS), n_jobs, check_input=False)[0]
+        report.update({f"P@{k}, {width} candidates": precision_at_k(Y, labels, k)
+                       for k in PRECISION_KS})
+        del forest
+    return report
 
 
 def scaled_rows(model: xmltree.LdSM, X) -> sp.csr_matrix:
@@ -175,8 +206,9 @@ def tree_report(model: xmltree.LdSM) -> dict:
             "training rows per leaf": spread(np.concatenate(leaf_rows))}
 
 
-def rows_report(model: xmltree.LdSM, forest, X, Y, n_jobs: int) -> dict:
-    """:func:`candidate_report` of rows `X` with labels `Y`, and the leaves they reach."""
+def rows_report(model: xmltree.LdSM, forest, X, Y, n_jobs: int, widths=()) -> dict:
+    """:func:`candidate_report` of rows `X` with labels `Y`, the leaves they reach, and
+    :func:`wider_precision` at `widths`."""
     n_candidates = model.resolved_params_["n_candidates"]
     X_scaled = scaled_rows(model, X)
     ranking = forest.predict_top_k(X_scaled, max(max(RECALL_KS), n_candidates), n_jobs,
@@ -185,10 +217,11 @@ def rows_report(model: xmltree.LdSM, forest, X, Y, n_jobs: int) -> dict:
     report = candidate_report(Y, ranking, final, n_candidates)
     report["recall@reached"] = reached_recall(forest, X_scaled, Y, n_jobs)
     report["leaves reached per tree"] = spread(model.leaves_reached(X))
+    report.update(wider_precision(model, X_scaled, Y, widths, n_jobs))
     return report
 
 
-def diagnose(data, n_jobs: int, train_rows: int) -> dict:
+def diagnose(data, n_jobs: int, train_rows: int, widths=()) -> dict:
     """Fit the default LdSM on `data` and measure it on the test split and training rows.
 
     Parameters
@@ -199,6 +232,8 @@ def diagnose(data, n_jobs: int, train_rows: int) -> dict:
         Threads for fit and prediction.
     train_rows : int
         Also measure the first this many training rows (0: none).
+    widths : iterable of int
+        Also measure the final P@k with this many candidates re-scored.
 
     Returns
     -------
@@ -214,11 +249,11 @@ def diagnose(data, n_jobs: int, train_rows: int) -> dict:
               "labels": Y_train.shape[1], "features": X_train.shape[1],
               "fit s": time.perf_counter() - start, "fit seconds": model.fit_seconds_,
               "resolved params": model.resolved_params_, "trees": tree_report(model)}
-    forest = histogram_forest(model)
+    forest = histogram_forest(model).forest
     splits = {"test": (X_test, Y_test)}
     if train_rows:
         splits["train"] = (X_train[:train_rows], Y_train[:train_rows])
-    report["splits"] = {name: rows_report(model, forest, X, Y, n_jobs)
+    report["splits"] = {name: rows_report(model, forest, X, Y, n_jobs, widths)
                         for name, (X, Y) in splits.items()}
     return report
 
@@ -246,6 +281,9 @@ def print_report(dataset: str, report: dict) -> None:
     print("| leaves reached per tree, mean (p90) | " + " | ".join(
         "{mean:.2f} ({p90:.0f})".format(**rows["leaves reached per tree"])
         for rows in splits.values()) + " |")
+    for key in (key for key in next(iter(splits.values())) if "candidates" in key):
+        print(f"| final {key} | " + " | ".join(f"{100 * rows[key]:.2f}"
+                                                for rows in splits.values()) + " |")
     phases = ", ".join(f"{name} {seconds:.0f}" for name, seconds in
                        report["fit seconds"].items())
     print(f"fit seconds by phase: {phases}")
@@ -263,13 +301,16 @@ def main(argv=None) -> dict:
                         help="dataset names as bench_ldsm.py takes them")
     parser.add_argument("--train-rows", type=int, default=0,
                         help="also measure this many training rows (the first ones)")
+    parser.add_argument("--wider-candidates", type=int, nargs="*", default=[],
+                        help="also predict re-scoring this many candidates (same fit)")
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--json", type=Path, help="write the report here")
     args = parser.parse_args(argv)
     results = {}
     for dataset in args.datasets:
         data = load_benchmark_data(args.data_home, dataset)
-        results[dataset] = diagnose(data, args.n_jobs, args.train_rows)
+        results[dataset] = diagnose(data, args.n_jobs, args.train_rows,
+                                    args.wider_candidates)
         print_report(dataset, results[dataset])
         del data
     if args.json:

@@ -52,6 +52,7 @@ def test_diagnose_ldsm_splits_precision_into_recall_and_classifiers(tmp_path, mo
 
     path = tmp_path / "diagnose.json"
     diagnose_ldsm.main(["--datasets", "amazon670k-shape@0.002", "--train-rows", "100",
+                        "--wider-candidates", "200",
                         "--n-jobs", "1", "--json", str(path)])
     report = json.loads(path.read_text())["datasets"]["amazon670k-shape@0.002"]
     assert report["resolved params"]["leaf_model"] == "linear"
@@ -66,6 +67,8 @@ def test_diagnose_ldsm_splits_precision_into_recall_and_classifiers(tmp_path, mo
         assert rows["final P@1"] == pytest.approx(rows["oracle P@1"] * rows["recalled P@1"])
         assert rows["oracle P@1"] == pytest.approx(rows["rows recalled"])
         assert rows["leaves reached per tree"]["mean"] >= 1
+        # Re-scoring the model's own number of candidates is the model.
+        assert rows["P@5, 200 candidates"] == pytest.approx(rows["final P@5"])
 
 
 def test_recalled_labels_keeps_the_true_candidates(monkeypatch):
