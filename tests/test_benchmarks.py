@@ -1,4 +1,4 @@
-"""The shared helpers of benchmarks/ and the scale script's plots (run from a checkout)."""
+"""Benchmark helpers, the scale plots and the LdSM diagnosis (run from a checkout)."""
 
 import json
 import sys
@@ -129,3 +129,39 @@ def test_benchmark_data_reads_an_unregistered_folder_in_one_space(tmp_path, scri
     assert X_train.toarray().tolist() == [[1, 0, 2, 0, 0], [0, 1, 0, 0, 0]]
     with pytest.raises(KeyError, match="'nowhere' is neither a registered dataset"):
         common.load_benchmark_data(tmp_path, "nowhere")
+
+
+def test_diagnose_ldsm_splits_precision_into_recall_and_classifiers(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import diagnose_ldsm
+
+    path = tmp_path / "diagnose.json"
+    diagnose_ldsm.main(["--datasets", "amazon670k-shape@0.002", "--train-rows", "100",
+                        "--wider-candidates", "200",
+                        "--n-jobs", "1", "--json", str(path)])
+    report = json.loads(path.read_text())["datasets"]["amazon670k-shape@0.002"]
+    assert report["resolved params"]["leaf_model"] == "linear"
+    assert set(report["fit seconds"]) >= {"trees", "linear_leaves"}
+    for split, rows in report["splits"].items():
+        assert rows["rows"] == (100 if split == "train" else report["test rows"])
+        assert (rows["recall@5"] <= rows["recall@50"] <= rows["recall@200"]
+                <= rows["recall@reached"] <= 1)
+        for k in (1, 5):
+            assert rows[f"final P@{k}"] <= rows[f"oracle P@{k}"] + 1e-12
+        # A row without a true candidate scores 0 at 1: P@1 splits exactly.
+        assert rows["final P@1"] == pytest.approx(rows["oracle P@1"] * rows["recalled P@1"])
+        assert rows["oracle P@1"] == pytest.approx(rows["rows recalled"])
+        assert rows["leaves reached per tree"]["mean"] >= 1
+        # Re-scoring the model's own number of candidates is the model.
+        assert rows["P@5, 200 candidates"] == pytest.approx(rows["final P@5"])
+
+
+def test_recalled_labels_keeps_the_true_candidates(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import diagnose_ldsm
+    import scipy.sparse as sp
+
+    Y = sp.csr_matrix([[1, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, 0]])
+    candidates = np.array([[2, 3, -1], [0, 3, 2], [1, -1, -1]])
+    recalled = diagnose_ldsm.recalled_labels(Y, candidates)
+    assert recalled.toarray().tolist() == [[0, 0, 1, 0], [0, 0, 0, 0], [0, 0, 0, 0]]
