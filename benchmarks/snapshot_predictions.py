@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 from _common import DEFAULT_DATA_HOME, load_benchmark_data
+from sweep_ldsm import parse_setting
 
 import xmltree
 
@@ -42,15 +43,12 @@ def compare(name: str, stored: Path, labels: np.ndarray, scores: np.ndarray) -> 
     return same_labels and same_scores
 
 
-def parse_setting(text: str) -> tuple[str, object]:
-    """``name=value`` with the value read as an int, a float or left a string."""
-    name, _, value = text.partition("=")
-    for convert in (int, float):
-        try:
-            return name, convert(value)
-        except ValueError:
-            pass
-    return name, value
+def one_setting(text: str) -> tuple[str, object]:
+    """``name=value``, typed as ``sweep_ldsm.py --set`` types it (one value only)."""
+    name, values = parse_setting(text)
+    if len(values) != 1:
+        raise argparse.ArgumentTypeError(f"--set takes one value, got {text!r}")
+    return name, values[0]
 
 
 def main(argv=None) -> int:
@@ -61,7 +59,7 @@ def main(argv=None) -> int:
                         help="compare with the snapshot in DIR")
     parser.add_argument("--datasets", nargs="+", default=list(DEV_SETS))
     parser.add_argument("--data-home", type=Path, default=DEFAULT_DATA_HOME)
-    parser.add_argument("--set", action="append", default=[], type=parse_setting,
+    parser.add_argument("--set", action="append", default=[], type=one_setting,
                         metavar="NAME=VALUE", help="an LdSM setting (repeatable)")
     args = parser.parse_args(argv)
     settings = dict(args.set)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ._base import check_bool, check_choice, check_int, check_real, check_seed, n_threads
+from ._base import n_threads
+from ._checks import check_bool, check_choice, check_int, check_real, check_seed
 
 __all__ = ["Param", "check_param", "check_params", "describe"]
 

@@ -184,8 +184,8 @@ def _candidates(forest, X: sp.csr_matrix, n_candidates: int, n_threads: int,
     blocks = []
     try:
         for start in range(0, X.shape[0], CANDIDATE_BLOCK_ROWS):
-            rows = X[start:start + CANDIDATE_BLOCK_ROWS]
-            rows.indptr = rows.indptr.astype(np.int64, copy=False)
+            sliced = X[start:start + CANDIDATE_BLOCK_ROWS]
+            rows = kernel_csr(sliced.data, sliced.indices, sliced.indptr, sliced.shape)
             blocks.append(forest.predict_top_k(rows, n_candidates, n_threads,
                                                check_input=False)[0])
             bar.update(rows.shape[0])
