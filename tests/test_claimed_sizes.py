@@ -19,6 +19,7 @@ from test_tree import random_features, random_flat_tree, reference_scores, refer
 
 from xmltree import LdSM
 from xmltree.datasets import make_synthetic
+from xmltree.exceptions import ModelFormatError
 from xmltree.ldsm import _tree_arrays
 from xmltree.ldsm._forest import Forest
 from xmltree.ldsm._tree_arrays import routing_threshold
@@ -253,3 +254,16 @@ def test_features_beyond_the_weights_contribute_nothing(rng):
     expected, _ = reference_scores(trees, X, 2, routing_threshold("margin"), 30)
     np.testing.assert_array_equal(forest.predict_top_k(X, 5)[0], reference_top_k(expected, 5)[0])
     assert_same_predictions(forest, X, forest, X[:, :25])
+
+
+@pytest.mark.parametrize("name", ["n_features", "n_labels"])
+def test_a_count_no_row_can_match_is_refused_at_load(problem, tmp_path, name):
+    # Rows have at most 2**31 - 2 columns (int32 ids): a model claiming
+    # 2**31 - 1 features could load, but never predict.
+    X, Y = problem
+    LdSM(**SMALL).fit(X, Y).save(tmp_path / "model.npz")
+    meta, arrays = read_model(tmp_path / "model.npz")
+    meta["params"][name] = 2**31 - 1
+    write_model(tmp_path / "forged.npz", meta, arrays)
+    with pytest.raises(ModelFormatError, match=f"{name} must be a positive integer below"):
+        LdSM.load(tmp_path / "forged.npz")

@@ -227,7 +227,7 @@ def test_feature_slots_order_features_by_use_then_id(n_ids, n_used):
 
 def test_a_claimed_feature_count_costs_the_forest_nothing(problem, tmp_path):
     # No array of an "l2" LdSM file confirms n_features: the forest used to
-    # keep a slot per claimed feature (benchmarks/README.md, "Claimed sizes
+    # keep a slot per claimed feature (the lab notebook, "Claimed sizes
     # in model files"); its tables now follow the ids its weights use.
     X, Y = problem
     LdSM(**SMALL, feature_scaling="l2").fit(X, Y).save(tmp_path / "model.npz")
