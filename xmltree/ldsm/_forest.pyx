@@ -110,7 +110,10 @@ cdef class Forest:
     arity : int
         Children per internal node, the same for every tree.
     n_features, n_labels : int
-        Sizes of the feature and label spaces.
+        Sizes of the feature and label spaces. Rows are checked against
+        `n_features`, but memory follows the feature ids the weights use
+        (``xmltree.ldsm._tree_arrays.FeatureIds``): a model file may claim
+        any count.
     routing : {"margin", "sigmoid"}
         Routing mode the trees were trained with.
     leaf_scores : {"distribution", "frequency"}, default="distribution"

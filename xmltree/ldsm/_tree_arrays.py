@@ -273,11 +273,12 @@ def concatenate_trees(trees: list[dict], arity: int, release: bool = False) -> d
 #: The kernels index their per-feature tables (a node-block slot per
 #: feature, an example spread out for the label classifiers) by the feature
 #: ids themselves while the largest id a set of weights uses is below
-#: MIN_DIRECT_IDS or DIRECT_IDS_PER_WEIGHT ids per stored weight: tables
-#: then cost at most what the weights do (8 bytes each). A model file may
-#: claim 2**31 - 1 features and put a weight at the last id, and a model
-#: over a hashed feature space uses a few ids among millions: there, ids are
-#: ranked among the used ones instead (``FeatureIds``).
+#: MIN_DIRECT_IDS or DIRECT_IDS_PER_WEIGHT ids per stored weight: a table
+#: (4 bytes an id, one per thread for the examples) then costs at most what
+#: the weights do (8 bytes each). A model file may claim 2**31 - 2 features
+#: and put a weight at the last id, and a model over a hashed feature space
+#: uses a few ids among millions: there, ids are ranked among the used ones
+#: instead (``FeatureIds``).
 MIN_DIRECT_IDS = 2**16
 DIRECT_IDS_PER_WEIGHT = 2
 
