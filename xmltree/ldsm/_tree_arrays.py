@@ -272,8 +272,8 @@ def concatenate_trees(trees: list[dict], arity: int, release: bool = False) -> d
 
 #: The kernels index their per-feature tables (a node-block slot per
 #: feature, an example spread out for the label classifiers) by the feature
-#: ids themselves while the largest id a set of weights uses is below
-#: MIN_DIRECT_IDS or DIRECT_IDS_PER_WEIGHT ids per stored weight: a table
+#: ids themselves while the width a set of weights needs (its largest id + 1)
+#: is at most MIN_DIRECT_IDS or DIRECT_IDS_PER_WEIGHT ids per stored weight: a table
 #: (4 bytes an id, one per thread for the examples) then costs at most what
 #: the weights do (8 bytes each). A model file may claim 2**31 - 2 features
 #: and put a weight at the last id, and a model over a hashed feature space
@@ -324,10 +324,19 @@ class FeatureIds:
             self.kernel_indices = indices
 
     def of_rows(self, X: sp.csr_matrix) -> sp.csr_matrix:
-        """`X` (as ``check_features`` returns it) in the ids the kernels see.
+        """Rows in the ids the kernels see.
 
-        Compact ids: a copy holding the ranks of the features some weight
-        uses, the others dropped (they would add zero products only).
+        Parameters
+        ----------
+        X : scipy.sparse.csr_matrix
+            As ``xmltree._validation.check_features`` returns it.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix
+            `X` itself for direct ids; for compact ids, a copy holding the
+            ranks of the features some weight uses, the others dropped (they
+            would add zero products only).
         """
         if not self.compact:
             return X
@@ -347,6 +356,19 @@ def feature_slots(ids: np.ndarray, n_ids: int) -> tuple[np.ndarray, int]:
     cache lines of a block serve most examples. So the features in `ids`
     take slots by decreasing use, ties by id; every other feature shares
     the last slot, which no weight fills: it stays zero.
+
+    Parameters
+    ----------
+    ids : numpy.ndarray of int32
+        The feature id of every weight (as the kernels see them), < `n_ids`.
+    n_ids : int
+        Length of the table.
+
+    Returns
+    -------
+    slots : numpy.ndarray of int32, shape (n_ids,)
+    n_slots : int
+        The distinct ids in `ids`, + 1.
     """
     used, uses = np.unique(ids, return_counts=True)
     slots = np.full(n_ids, used.shape[0], dtype=np.int32)
