@@ -52,20 +52,14 @@ def write_model(path, meta, arrays):
 
 
 def append_weight(arrays, prefix, row, feature, value):
-    """Add the weight (`feature`, `value`) at the end of CSR row `row` of a stored block."""
-    names = {"indptr": "indptr", "indices": "indices", "values": "values"}
-    if prefix.startswith("tree"):
-        names = {"indptr": "weight_indptr", "indices": "weight_indices",
-                 "values": "weight_values"}
-    indptr = arrays[prefix + names["indptr"]]
+    """Add the weight (`feature`, `value`) at the end of row `row` of the stored CSR
+    block whose arrays are named `prefix` + indptr, indices, values."""
+    indptr = arrays[prefix + "indptr"].copy()
     at = indptr[row + 1]
-    arrays[prefix + names["indices"]] = np.insert(arrays[prefix + names["indices"]], at,
-                                                  np.int32(feature))
-    arrays[prefix + names["values"]] = np.insert(arrays[prefix + names["values"]], at,
-                                                 np.float32(value))
-    indptr = indptr.copy()
+    for name, entry in (("indices", np.int32(feature)), ("values", np.float32(value))):
+        arrays[prefix + name] = np.insert(arrays[prefix + name], at, entry)
     indptr[row + 1:] += 1
-    arrays[prefix + names["indptr"]] = indptr
+    arrays[prefix + "indptr"] = indptr
 
 
 # Loads and predicts a model file with its address space capped at 1 GiB more
@@ -111,7 +105,7 @@ def test_a_file_claiming_2_to_the_31_features_loads_and_predicts_in_little_memor
     if huge_weight:
         # One weight at the largest id, in the root's first regressor (and in
         # label 0's classifier): no row of X has it, so nothing changes.
-        append_weight(arrays, "tree0/", 0, HUGE_ID, 1.5)
+        append_weight(arrays, "tree0/weight_", 0, HUGE_ID, 1.5)
         if leaf_model == "linear":
             append_weight(arrays, "labels/", 0, HUGE_ID, 1.5)
     write_model(tmp_path / "forged.npz", meta, arrays)
