@@ -202,6 +202,8 @@ def test_hashed_label_classifiers_rescore_as_their_compact_copy(rng):
     for forest, label_weights in ((small, weights), (hashed, hashed_weights)):
         forest.use_label_models(label_weights, bias, n_candidates=6, histogram_weight=0.3,
                                 margin_scale=4.0)
+    # Each thread spreads an example over a table of label_ids.width floats.
+    assert hashed.label_ids.compact and hashed.label_ids.width <= 40
     X = random_features(rng, 200, 40, density=0.2)
     X_hashed = with_noise(rng, respaced_rows(X, new_ids, HASHED_FEATURES), HASHED_FEATURES,
                           new_ids)
@@ -214,14 +216,16 @@ def test_compact_and_direct_ids_predict_alike(rng, monkeypatch, max_row_features
     # The same hashed model, its ids once ranked among the used ones
     # (compact) and once taken as they are: rows with features no weight
     # uses, cut to their strongest features or not, route and score alike.
+    # (A smaller space than HASHED_FEATURES: the direct tables are as wide.)
+    n_features = 2**20
     trees = [random_flat_tree(rng, arity=3, n_features=40, n_labels=30, max_nodes=30)
              for _ in range(3)]
-    new_ids = spread_ids(rng, 40, HASHED_FEATURES)
+    new_ids = spread_ids(rng, 40, n_features)
     weights, bias = random_label_models(rng, 30, 40)
     weights.indices = new_ids[weights.indices]
 
     def forest():
-        built = Forest(respaced_trees(trees, new_ids), arity=3, n_features=HASHED_FEATURES,
+        built = Forest(respaced_trees(trees, new_ids), arity=3, n_features=n_features,
                        n_labels=30, routing="sigmoid", max_row_features=max_row_features)
         if rescore:
             built.use_label_models(weights, bias, n_candidates=5, histogram_weight=0.5,
@@ -229,12 +233,13 @@ def test_compact_and_direct_ids_predict_alike(rng, monkeypatch, max_row_features
         return built
 
     compact = forest()
-    monkeypatch.setattr(_tree_arrays, "MIN_DIRECT_IDS", HASHED_FEATURES)
+    monkeypatch.setattr(_tree_arrays, "MIN_DIRECT_IDS", n_features)
     direct = forest()
     assert compact.tree_ids.compact and not direct.tree_ids.compact
-    assert compact.feature_slot.shape[0] == 40 and direct.feature_slot.shape[0] == 2**24
+    assert not rescore or (compact.label_ids.compact and not direct.label_ids.compact)
+    assert compact.feature_slot.shape[0] == 40 and direct.feature_slot.shape[0] == n_features
     X = with_noise(rng, respaced_rows(random_features(rng, 200, 40, density=0.3), new_ids,
-                                      HASHED_FEATURES), HASHED_FEATURES, new_ids)
+                                      n_features), n_features, new_ids)
     assert_same_predictions(compact, X, direct, X)
 
 
