@@ -245,6 +245,21 @@ def test_a_huge_tree_count_is_refused_at_once(tmp_path, problem):
         xmltree.load(path)
 
 
+@pytest.mark.parametrize("params", [None, 3, ["reranker"]])
+def test_a_reranked_ldsm_whose_parameters_are_no_dict_is_refused(tmp_path, problem, params):
+    # Found by tools/fuzz_models.py: a TypeError looking for an old re-ranker in them.
+    import xmltree
+    from xmltree.rerank import Reranked, Reranker
+
+    X, Y = problem
+    ldsm = xmltree.LdSM(n_trees=2, max_nodes=7, epochs=1, n_jobs=1).fit(X, Y)
+    path = tmp_path / "reranked.npz"
+    Reranked(ldsm, Reranker(n_candidates=3)).fit(X, Y).save(path)
+    rewrite_state(path, lambda params_, arrays: params_.update(estimator=params))
+    with pytest.raises(ModelFormatError, match=f"{path}.*missing parameters"):
+        xmltree.load(path)
+
+
 def reranked_ldsm(X, Y):
     """A small fitted LdSM, behind a re-ranker still to fit."""
     from xmltree import LdSM

@@ -276,11 +276,17 @@ def test_random_trees_exercise_multiway_routing_and_fallback(rng):
     assert fallback > 0
 
 
-def test_feature_slots_are_a_permutation_by_usage(rng):
-    forest, _ = make_forest(rng, n_trees=4, arity=2)
-    np.testing.assert_array_equal(np.sort(forest.feature_slot), np.arange(20))
-    usage = np.bincount(forest.weight_indices, minlength=20)
-    by_slot = usage[np.argsort(forest.feature_slot)]
+def test_feature_slots_order_the_used_features_by_usage(rng):
+    forest, _ = make_forest(rng, n_trees=2, arity=2, n_features=200, max_nodes=7, expand=1.0,
+                            weight_densities=(0.05,))
+    usage = np.bincount(forest.weight_indices, minlength=forest.feature_slot.shape[0])
+    used = usage > 0
+    assert not np.all(used)
+    np.testing.assert_array_equal(np.sort(forest.feature_slot[used]), np.arange(used.sum()))
+    # Features no regressor has share the last slot, which stays zero.
+    assert forest.n_slots == used.sum() + 1
+    assert np.all(forest.feature_slot[~used] == forest.n_slots - 1)
+    by_slot = usage[used][np.argsort(forest.feature_slot[used])]
     assert np.all(np.diff(by_slot) <= 0)
 
 

@@ -49,8 +49,14 @@ cdef bint gather_block_features(const ForestArrays* f, Scratch* s, const CSRView
     s.feature_index = rows.indices + begin if rows.indices != NULL else NULL
     s.feature_value = rows.values + begin if rows.values != NULL else NULL
     for p in range(n_entries):
-        s.block_slots[p] = f.feature_slot[rows.indices[begin + p]]
+        s.block_slots[p] = node_block_slot(f, rows.indices[begin + p])
     return True
+
+
+cdef inline index_t node_block_slot(const ForestArrays* f, index_t feature) noexcept nogil:
+    """Slot of `feature` in a node block: the shared all-zero last slot for an id
+    beyond those of the weights (``_forest_arrays.pxd``)."""
+    return f.feature_slot[feature] if feature < f.n_tree_ids else f.n_slots - 1
 
 
 cdef inline void score_node(const float32_t* block, index_t arity, const Scratch* s,

@@ -592,7 +592,9 @@ class LdSM(TopKEstimator):
             On missing or ill-typed parameters, missing or unexpected arrays,
             or trees that break the flat-tree contract.
         """
-        reranker = _old_reranker(params, arrays) if "reranker" in params else None
+        # fitted_from_state names what is wrong with parameters that are no dict.
+        old = isinstance(params, dict) and "reranker" in params
+        reranker = _old_reranker(params, arrays) if old else None
         hyper, fitted = fitted_from_state(params, arrays)
         model = cls(**hyper)
         model._install(fitted)

@@ -14,7 +14,9 @@ cdef class Forest:
     cdef readonly object weight_indices  # int32 (n_weights,)
     cdef readonly object weight_values   # float32 (n_weights,)
     cdef readonly object bias            # float32 (n_nodes * arity,)
-    cdef readonly object feature_slot    # int32 (n_features,), a permutation
+    cdef readonly object tree_ids        # FeatureIds of the trees' weights
+    cdef readonly object feature_slot    # int32 (tree_ids.width,), see ForestArrays
+    cdef readonly index_t n_slots        # see ForestArrays.n_slots
     cdef readonly object leaf_indptr     # int64 (n_nodes + 1,)
     cdef readonly object leaf_labels     # int32 (n_leaf_entries,)
     cdef readonly object leaf_values     # float32 (n_leaf_entries,)
@@ -29,6 +31,7 @@ cdef class Forest:
     cdef readonly bint sum_leaves        # see ForestArrays.sum_leaves
     cdef readonly object label_indptr    # int64 (n_labels + 1,), or None: histograms only
     cdef readonly object label_indices   # int32 feature ids of the label classifiers
+    cdef readonly object label_ids       # their FeatureIds
     cdef readonly object label_values    # float32 weights of the label classifiers
     cdef readonly object label_bias      # float32 (n_labels,)
     cdef readonly index_t n_candidates   # see ForestArrays.n_candidates

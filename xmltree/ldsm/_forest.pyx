@@ -51,7 +51,8 @@ from .._kernels._sparse cimport CSRView, csr_view, row_indices, row_nnz, row_val
 from .._kernels._top_k cimport offer_top_k, sort_top_k
 from .._kernels._types cimport float32_t, float64_t, index_t, offset_t
 
-from ._tree_arrays import MAX_ARITY, check_tree, concatenate_trees, routing_threshold
+from ._tree_arrays import (MAX_ARITY, FeatureIds, check_tree, concatenate_trees,
+                           feature_slots, routing_threshold)
 from ._strongest import keep_strongest
 from .._validation import check_features
 from ..exceptions import ModelFormatError
@@ -109,7 +110,10 @@ cdef class Forest:
     arity : int
         Children per internal node, the same for every tree.
     n_features, n_labels : int
-        Sizes of the feature and label spaces.
+        Sizes of the feature and label spaces. Rows are checked against
+        `n_features`, but memory follows the feature ids the weights use
+        (``xmltree.ldsm._tree_arrays.FeatureIds``): a model file may claim
+        any count.
     routing : {"margin", "sigmoid"}
         Routing mode the trees were trained with.
     leaf_scores : {"distribution", "frequency"}, default="distribution"
@@ -162,14 +166,16 @@ cdef class Forest:
         self.max_row_features = 0 if max_row_features is None else max_row_features
         self.sum_leaves = leaf_aggregation == "sum"
         self.label_indptr = None
-        arrays = concatenate_trees(list(trees), arity, n_features, release)
+        arrays = concatenate_trees(list(trees), arity, release)
         self.tree_offset = arrays["tree_offset"]
         self.first_child = arrays["first_child"]
         self.weight_indptr = arrays["weight_indptr"]
         self.weight_indices = arrays["weight_indices"]
         self.weight_values = arrays["weight_values"]
         self.bias = arrays["bias"]
-        self.feature_slot = arrays["feature_slot"]
+        self.tree_ids = FeatureIds(self.weight_indices)
+        self.feature_slot, self.n_slots = feature_slots(self.tree_ids.kernel_indices,
+                                                        self.tree_ids.width)
         self.leaf_indptr = arrays["leaf_indptr"]
         self.leaf_labels = arrays["leaf_labels"]
         self.leaf_values = arrays["leaf_values"]
@@ -182,7 +188,7 @@ cdef class Forest:
         cdef const offset_t[::1] tree_offset = self.tree_offset
         cdef const index_t[::1] first_child = self.first_child
         cdef const offset_t[::1] weight_indptr = self.weight_indptr
-        cdef const index_t[::1] weight_indices = self.weight_indices
+        cdef const index_t[::1] weight_indices = self.tree_ids.kernel_indices
         cdef const float32_t[::1] weight_values = self.weight_values
         cdef const float32_t[::1] bias = self.bias
         cdef const index_t[::1] feature_slot = self.feature_slot
@@ -191,7 +197,8 @@ cdef class Forest:
         cdef const float32_t[::1] leaf_values = self.leaf_values
         self.arrays.n_trees = tree_offset.shape[0] - 1
         self.arrays.arity = self.arity
-        self.arrays.n_features = self.n_features
+        self.arrays.n_tree_ids = self.tree_ids.width
+        self.arrays.n_slots = self.n_slots
         self.arrays.n_labels = self.n_labels
         self.arrays.max_tree_nodes = int(np.max(np.diff(self.tree_offset)))
         self.arrays.threshold = self.threshold
@@ -208,7 +215,7 @@ cdef class Forest:
         self.arrays.weight_indices = &weight_indices[0] if weight_indices.shape[0] else NULL
         self.arrays.weight_values = &weight_values[0] if weight_values.shape[0] else NULL
         self.arrays.bias = &bias[0]
-        self.arrays.feature_slot = &feature_slot[0]
+        self.arrays.feature_slot = &feature_slot[0] if feature_slot.shape[0] else NULL
         self.arrays.leaf_indptr = &leaf_indptr[0]
         self.arrays.leaf_labels = &leaf_labels[0]
         self.arrays.leaf_values = &leaf_values[0]
@@ -239,6 +246,7 @@ cdef class Forest:
         """
         self.label_indptr = weights.indptr
         self.label_indices = weights.indices
+        self.label_ids = FeatureIds(weights.indices)
         self.label_values = weights.data
         self.label_bias = bias
         # Each thread holds n_candidates slots: never more than there are labels.
@@ -246,13 +254,14 @@ cdef class Forest:
         self.histogram_weight = histogram_weight
         self.margin_scale = margin_scale
         cdef const offset_t[::1] indptr = self.label_indptr
-        cdef const index_t[::1] indices = self.label_indices
+        cdef const index_t[::1] indices = self.label_ids.kernel_indices
         cdef const float32_t[::1] values = self.label_values
         cdef const float32_t[::1] bias_view = self.label_bias
         self.arrays.label_models.indptr = &indptr[0]
         self.arrays.label_models.indices = &indices[0] if indices.shape[0] else NULL
         self.arrays.label_models.values = &values[0] if values.shape[0] else NULL
         self.arrays.label_models.bias = &bias_view[0]
+        self.arrays.n_label_ids = self.label_ids.width
         self.arrays.n_candidates = self.n_candidates
         self.arrays.histogram_weight = histogram_weight
         self.arrays.margin_scale = margin_scale
@@ -300,7 +309,7 @@ cdef class Forest:
         out.scores = <float32_t*>cnp.PyArray_DATA(scores)
         out.k = k
         out.heap_size = min(k, self.n_labels)
-        predict_blocks(&self.arrays, X, n_threads, rank_block, &out)
+        predict_blocks(self, X, n_threads, rank_block, &out)
         return labels, scores
 
     def predict_scores(self, X, int n_threads=1, bint check_input=True):
@@ -334,7 +343,7 @@ cdef class Forest:
         out.row_nnz = <offset_t*>cnp.PyArray_DATA(row_nnz)
         out.buffers = allocate_row_buffers(n_threads)
         try:
-            predict_blocks(&self.arrays, X, n_threads, collect_block_scores, &out)
+            predict_blocks(self, X, n_threads, collect_block_scores, &out)
             check_row_buffers(out.buffers, n_threads)
             return gather_rows(out.buffers, n_threads, row_thread, row_start, row_nnz,
                                self.n_labels)
@@ -361,7 +370,7 @@ cdef class Forest:
         if check_input:
             X = check_features(X, n_features=self.n_features)
         counts = np.zeros((X.shape[0], self.arrays.n_trees), dtype=np.int32)
-        predict_blocks(&self.arrays, X, n_threads, count_block_leaves,
+        predict_blocks(self, X, n_threads, count_block_leaves,
                        <index_t*>cnp.PyArray_DATA(counts))
         return counts
 
@@ -370,20 +379,26 @@ cdef class Forest:
 # The block-parallel scaffold and what it does with each block
 # --------------------------------------------------------------------------
 
-cdef int predict_blocks(const ForestArrays* f, X, int n_threads, BlockAction action,
+cdef int predict_blocks(Forest forest, X, int n_threads, BlockAction action,
                         void* output) except -1:
-    """Descend the rows of the checked matrix `X` through every tree, block by
-    block on `n_threads` threads, and hand each descended block to `action`
-    with the thread's scratch (the one prediction loop of the forest).
+    """Descend the rows of the checked matrix `X` through every tree of
+    `forest`, block by block on `n_threads` threads, and hand each descended
+    block to `action` with the thread's scratch (the one prediction loop of
+    the forest).
 
-    The rows descend by their ``f.max_row_features`` strongest features
-    (all with 0), as the trees were grown; `action` sees every feature.
+    The rows descend by their ``max_row_features`` strongest features (all
+    with 0), as the trees were grown; `action` sees every feature. Both
+    see the feature ids as the kernels index them (``FeatureIds.of_rows``).
 
     Raises MemoryError if a thread's scratch could not grow.
     """
-    cdef CSRView rows = csr_view(X)
+    cdef const ForestArrays* f = &forest.arrays
+    # The views point into these matrices: they must live until the end.
     X_route = X if f.max_row_features == 0 else keep_strongest(X, f.max_row_features)
+    X_route = forest.tree_ids.of_rows(X_route)
+    X_rescore = forest.label_ids.of_rows(X) if f.rescore else X
     cdef CSRView route_rows = csr_view(X_route)
+    cdef CSRView rows = csr_view(X_rescore)
     cdef index_t n_samples = rows.n_rows
     cdef index_t rows_per_block = block_rows(n_samples, n_threads)
     cdef Scratch* scratches = allocate_scratch(f, n_threads, rows_per_block)
@@ -525,11 +540,12 @@ cdef int init_scratch(Scratch* s, const ForestArrays* f, index_t block_size) noe
     # block_slots grows on demand (realloc of NULL).
     s.block_slots = NULL
     s.block_slots_capacity = 0
-    s.node_block = <float32_t*>calloc(<offset_t>f.n_features * f.arity, sizeof(float32_t))
+    s.node_block = <float32_t*>calloc(<offset_t>f.n_slots * f.arity, sizeof(float32_t))
     s.goes = <uint8_t*>malloc(f.arity * sizeof(uint8_t))
     s.trained_goes = <uint8_t*>malloc(f.arity * sizeof(uint8_t))
     if f.rescore:
-        s.dense_x = <float32_t*>calloc(f.n_features, sizeof(float32_t))
+        # One spare entry: calloc(0) may return NULL.
+        s.dense_x = <float32_t*>calloc(<offset_t>f.n_label_ids + 1, sizeof(float32_t))
         s.candidate_labels = <index_t*>malloc(f.n_candidates * sizeof(index_t))
         s.candidate_scores = <float64_t*>malloc(f.n_candidates * sizeof(float64_t))
         if s.dense_x == NULL or s.candidate_labels == NULL or s.candidate_scores == NULL:
@@ -672,8 +688,10 @@ cdef void rescore_example(const ForestArrays* f, Scratch* s, index_t row) noexce
         size = offer_top_k(s.candidate_labels, s.candidate_scores, size, f.n_candidates,
                            label, s.label_score[label])
     clear_labels(s)
+    # A feature at or beyond n_label_ids is in no classifier.
     for j in range(nnz):
-        s.dense_x[features[j]] = values[j]
+        if features[j] < f.n_label_ids:
+            s.dense_x[features[j]] = values[j]
     for j in range(size):
         label = s.candidate_labels[j]
         margin = f.margin_scale * label_margin(&f.label_models, label, s.dense_x)
@@ -685,7 +703,8 @@ cdef void rescore_example(const ForestArrays* f, Scratch* s, index_t row) noexce
         s.touched[j] = label
     s.n_touched = size
     for j in range(nnz):
-        s.dense_x[features[j]] = 0.0
+        if features[j] < f.n_label_ids:
+            s.dense_x[features[j]] = 0.0
 
 
 cdef inline void clear_labels(Scratch* s) noexcept nogil:

@@ -9,6 +9,13 @@
 # child id is larger than its parent's id, an internal node has exactly `arity` consecutive children
 # and `arity` regressors, a leaf has a non-empty label histogram, every weight
 # index is < n_features and every label is < n_labels.
+#
+# Feature ids are as the kernels index them (``_tree_arrays.FeatureIds``):
+# the model's own, or their ranks among those the weights use, in the
+# weights and the rows alike. Tables indexed by feature id are as long as
+# the weights require (n_tree_ids, n_label_ids), never n_features, which a
+# model file may claim without the weights to back it: a row's ids beyond
+# them are features no weight has.
 
 from libc.stdint cimport uint8_t
 
@@ -43,7 +50,9 @@ cdef struct ForestArrays:
     # prediction kernels can run without it.
     index_t n_trees              # number of trees
     index_t arity                # children per internal node (M)
-    index_t n_features           # width of the feature space (D)
+    index_t n_tree_ids           # length of feature_slot: the trees' largest id + 1
+    index_t n_slots              # rows of a node block: features the trees use, + 1
+                                 # slot (the last) shared by all others, always zero
     index_t n_labels             # number of labels (K)
     index_t max_tree_nodes       # nodes of the largest tree: bounds the descent stack
     float64_t threshold          # routing threshold on the raw score z
@@ -62,14 +71,16 @@ cdef struct ForestArrays:
     const index_t* weight_indices    # sorted feature ids within each regressor
     const float32_t* weight_values   # regressor weights
     const float32_t* bias            # (n_nodes * arity,) regressor biases
-    const index_t* feature_slot      # (n_features,) position of each feature in a node
+    const index_t* feature_slot      # (n_tree_ids,) position of each feature in a node
                                      # block (see Scratch.node_block): most used features
-                                     # first, sharing cache lines
+                                     # first, sharing cache lines; n_slots - 1 for a
+                                     # feature no regressor has
     const offset_t* leaf_indptr      # (n_nodes + 1,) CSR rows = leaf histograms
     const index_t* leaf_labels       # sorted label ids within each leaf
     const float32_t* leaf_values     # normalised histogram values (sum to 1 per leaf)
     bint rescore                     # label classifiers re-score the best labels
     LabelModelView label_models      # the classifiers (when `rescore`)
+    index_t n_label_ids              # their largest feature id + 1: the length of dense_x
     index_t n_candidates             # labels re-scored per example, by histogram score
     float64_t histogram_weight       # beta: score = sigmoid(margin_scale * z)^(1 - beta)
     float64_t margin_scale           #   * histogram^beta
@@ -118,13 +129,13 @@ cdef struct Scratch:
     offset_t block_slots_capacity  # allocated length of block_slots (grows on demand)
     const float32_t* feature_value  # the block's feature values and ids: the rows' own
     const index_t* feature_index    # arrays from the block's first entry (not copied)
-    float32_t* node_block        # (n_features * arity,) the current node's weights,
+    float32_t* node_block        # (n_slots * arity,) the current node's weights,
                                  # feature-major: child m's weight for feature j at
                                  # feature_slot[j] * arity + m; all zero between nodes
     uint8_t* goes                # (arity,) children chosen by the routing rule
     uint8_t* trained_goes        # (arity,) those the training rule alone would choose
     const CSRView* rows          # the examples being predicted (for re-scoring)
-    float32_t* dense_x           # (n_features,) one example spread out, zero between
+    float32_t* dense_x           # (n_label_ids + 1,) one example spread out, zero between
                                  # examples (only with label classifiers)
     index_t* candidate_labels    # (n_candidates,) heap of the labels to re-score
     float64_t* candidate_scores  # (n_candidates,) their histogram scores

@@ -122,12 +122,19 @@ def _checked_settings(settings, what: str) -> dict:
         raise ModelFormatError(f"LdSM model: {exc}") from None
 
 
+#: Bounds of the counts of a file. Rows and label sets have at most 2**31 - 2
+#: columns (the kernels' int32 ids): a model claiming more could never predict.
+_SIZE_LIMITS = {"n_features": ("2**31 - 1", 2**31 - 1), "n_labels": ("2**31 - 1", 2**31 - 1),
+                "n_trees": ("2**31", 2**31)}
+
+
 def _sizes(params: dict) -> dict:
     sizes = {}
-    for name in ("n_features", "n_labels", "n_trees"):
+    for name, (limit_text, limit) in _SIZE_LIMITS.items():
         value = params.get(name)
-        if not is_int(value) or not 1 <= value < 2**31:
-            raise ModelFormatError(f"LdSM model: {name} must be a positive integer")
+        if not is_int(value) or not 1 <= value < limit:
+            raise ModelFormatError(
+                f"LdSM model: {name} must be a positive integer below {limit_text}")
         sizes[name] = int(value)
     return sizes
 

@@ -15,12 +15,14 @@ estimator (:data:`ROUTING_THRESHOLDS`, :data:`MAX_ARITY`, :data:`LEAF_SCORES`,
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
-from .._validation import check_csr_structure
+from .._validation import check_csr_structure, kernel_csr
 from ..exceptions import DataFormatError, ModelFormatError
 
 __all__ = ["TREE_ARRAYS", "ROUTING_THRESHOLDS", "MAX_ARITY", "LEAF_SCORES", "LEAF_AGGREGATIONS",
-           "routing_threshold", "check_tree", "concatenate_trees"]
+           "MIN_DIRECT_IDS", "DIRECT_IDS_PER_WEIGHT", "FeatureIds", "routing_threshold",
+           "check_tree", "concatenate_trees", "feature_slots"]
 
 #: Routing threshold on the raw regressor score for each routing mode: the
 #: authors' 0.5 on the margin, or sigmoid(z) >= 0.5, i.e. z >= 0.
@@ -227,8 +229,7 @@ def _check_histograms(tree, is_leaf, leaf_scores):
 # Concatenation of several trees into one forest
 # --------------------------------------------------------------------------
 
-def concatenate_trees(trees: list[dict], arity: int, n_features: int,
-                      release: bool = False) -> dict:
+def concatenate_trees(trees: list[dict], arity: int, release: bool = False) -> dict:
     """Join flat trees into the arrays of one forest, node ids made global.
 
     Tree t owns global nodes ``tree_offset[t] .. tree_offset[t + 1] - 1``;
@@ -260,31 +261,119 @@ def concatenate_trees(trees: list[dict], arity: int, n_features: int,
         "leaf_labels": _join(trees, "leaf_labels", release),
         "leaf_values": _join(trees, "leaf_values", release),
     }
-    # Features kept by many regressors are the frequent ones (weights only
-    # move where x is non-zero): give them neighbouring slots in the node
-    # blocks, so a few cache lines of a block serve most examples.
-    forest["feature_slot"] = _feature_slots(forest["weight_indices"], n_features)
     for array in forest.values():
         array.flags.writeable = False
     return forest
 
 
-def _feature_slots(ids: np.ndarray, n_ids: int) -> np.ndarray:
-    """Slot of every feature: by decreasing use in `ids`, ties and unused ones by id.
+# --------------------------------------------------------------------------
+# Feature ids as the prediction kernels index them
+# --------------------------------------------------------------------------
 
-    The same order as a stable ``argsort(-bincount(ids))``, without its
-    int64 arrays of `n_ids` (about 36 bytes per id at peak): a model file
-    may claim far more features than its weights use, and this costs 8.
+#: The kernels index their per-feature tables (a node-block slot per
+#: feature, an example spread out for the label classifiers) by the feature
+#: ids themselves while the width a set of weights needs (its largest id + 1)
+#: is at most MIN_DIRECT_IDS or DIRECT_IDS_PER_WEIGHT ids per stored weight: a table
+#: (4 bytes an id, one per thread for the examples) then costs at most what
+#: the weights do (8 bytes each). A model file may claim 2**31 - 2 features
+#: and put a weight at the last id, and a model over a hashed feature space
+#: uses a few ids among millions: there, ids are ranked among the used ones
+#: instead (``FeatureIds``).
+MIN_DIRECT_IDS = 2**16
+DIRECT_IDS_PER_WEIGHT = 2
+
+
+class FeatureIds:
+    """The feature ids of a set of weights, as the prediction kernels index them.
+
+    Either directly, in tables of ``width`` = the largest id used + 1 (a
+    row's larger ids are features no weight has: the kernels skip them), or,
+    when the weights are too few to justify such tables (see
+    :data:`MIN_DIRECT_IDS`), compactly: every id replaced by its rank among
+    the ids used, in a copy of the weights' ids and in the rows given at
+    prediction (:meth:`of_rows`), which then lose the features no weight uses.
+    Ranks keep the order of the ids, so sorted rows and weights stay sorted
+    and sums keep their order.
+
+    Parameters
+    ----------
+    indices : numpy.ndarray of int32
+        The weights' feature ids (checked: non-negative, below n_features).
+
+    Attributes
+    ----------
+    compact : bool
+        Whether the ids are ranked.
+    width : int
+        Length of the kernels' tables indexed by feature id.
+    kernel_indices : numpy.ndarray of int32
+        The weights' ids as the kernels see them: `indices` itself, or
+        their ranks.
+    """
+
+    def __init__(self, indices: np.ndarray):
+        largest = int(indices.max(initial=-1)) + 1
+        self.compact = largest > max(MIN_DIRECT_IDS, DIRECT_IDS_PER_WEIGHT * indices.shape[0])
+        if self.compact:
+            self._used = np.unique(indices)
+            self.width = self._used.shape[0]
+            self.kernel_indices = np.searchsorted(self._used, indices).astype(np.int32)
+            self.kernel_indices.flags.writeable = False
+        else:
+            self.width = largest
+            self.kernel_indices = indices
+
+    def of_rows(self, X: sp.csr_matrix) -> sp.csr_matrix:
+        """Rows in the ids the kernels see.
+
+        Parameters
+        ----------
+        X : scipy.sparse.csr_matrix
+            As ``xmltree._validation.check_features`` returns it.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix
+            `X` itself for direct ids; for compact ids, a copy holding the
+            ranks of the features some weight uses, the others dropped (they
+            would add zero products only).
+        """
+        if not self.compact:
+            return X
+        ranks = np.searchsorted(self._used, X.indices)
+        kept = ranks < self.width
+        kept[kept] = self._used[ranks[kept]] == X.indices[kept]
+        kept_before = np.concatenate([[0], np.cumsum(kept, dtype=np.int64)])
+        return kernel_csr(X.data[kept], ranks[kept], kept_before[X.indptr],
+                          (X.shape[0], self.width))
+
+
+def feature_slots(ids: np.ndarray, n_ids: int) -> tuple[np.ndarray, int]:
+    """Slot in a node block of every feature below `n_ids`, and the number of slots.
+
+    Features kept by many regressors are the frequent ones (weights only
+    move where x is non-zero): they get neighbouring slots, so that a few
+    cache lines of a block serve most examples. So the features in `ids`
+    take slots by decreasing use, ties by id; every other feature shares
+    the last slot, which no weight fills: it stays zero.
+
+    Parameters
+    ----------
+    ids : numpy.ndarray of int32
+        The feature id of every weight (as the kernels see them), < `n_ids`.
+    n_ids : int
+        Length of the table.
+
+    Returns
+    -------
+    slots : numpy.ndarray of int32, shape (n_ids,)
+    n_slots : int
+        The distinct ids in `ids`, + 1.
     """
     used, uses = np.unique(ids, return_counts=True)
-    slots = np.zeros(n_ids, dtype=np.int32)
-    # An unused id goes after the used ones, shifted down by the used ids below it.
-    slots[used] = 1
-    np.cumsum(slots, out=slots)
-    np.subtract(np.arange(n_ids, dtype=np.int32), slots, out=slots)
-    slots += used.shape[0]
+    slots = np.full(n_ids, used.shape[0], dtype=np.int32)
     slots[used[np.argsort(-uses, kind="stable")]] = np.arange(used.shape[0], dtype=np.int32)
-    return slots
+    return slots, used.shape[0] + 1
 
 
 def _join(trees: list[dict], name: str, release: bool) -> np.ndarray:
