@@ -15,7 +15,7 @@ import pytest
 import scipy.sparse as sp
 
 #: Cases per surface: the whole file runs in about ten seconds.
-EXAMPLES = 150
+EXAMPLES = 2000
 
 
 def load_fuzz_readers():
