@@ -119,7 +119,7 @@ def test_fit_warns_when_lemma_2_does_not_hold(arity, lambda1, lambda2, warns):
 def test_get_set_params_and_repr():
     model = LdSM(n_trees=5, routing="sigmoid")
     params = model.get_params()
-    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 27
+    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 28
     assert model.set_params(arity=3, verbose=True) is model
     assert model.arity == 3
     assert repr(model) == "LdSM(n_trees=5, arity=3, routing='sigmoid', verbose=True)"

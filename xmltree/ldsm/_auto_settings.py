@@ -12,10 +12,11 @@ __all__ = ["LEAF_SIZE", "LEAVES_PER_LABEL", "MAX_AUTO_NODES", "FULL_FLOOR_NODES"
            "WIDE_DESCENT_MIN_LABELS", "WIDE_DESCENT_THRESHOLD", "HISTOGRAM_WEIGHT",
            "WIDE_DESCENT_HISTOGRAM_WEIGHT", "MANY_FEATURES", "MANY_FEATURES_HISTOGRAM_WEIGHT",
            "MAX_LEAF_LABELS", "MAX_WIDE_BRANCHES", "LARGE_TREE_WIDE_BRANCHES",
-           "MAX_ROW_FEATURES", "EPOCHS", "SHORT_ROW_EPOCHS", "auto_node_budget",
+           "MAX_ROW_FEATURES", "EPOCHS", "SHORT_ROW_EPOCHS", "EPOCH_TOLERANCE",
+           "auto_node_budget",
            "auto_weight_floor", "resolve_descent_threshold", "resolve_histogram_weight",
            "resolve_max_wide_branches", "resolve_max_leaf_labels", "resolve_max_row_features",
-           "resolve_epochs"]
+           "resolve_epochs", "resolve_epoch_tolerance"]
 
 #: Training examples per leaf that ``max_nodes=None`` aims at: small leaves
 #: make the histograms local and the candidates precise.
@@ -92,6 +93,15 @@ MAX_ROW_FEATURES = 48
 #: ("Epochs for short rows").
 EPOCHS = 3
 SHORT_ROW_EPOCHS = 10
+
+#: With ``epochs="auto"`` those passes are a most: a node stops once a pass
+#: changes the mean objective of its chosen directions by at most this
+#: fraction of the previous pass's. What a node needs follows its examples:
+#: a node of many rows takes many steps a pass and settles in a few, while
+#: the small nodes deep in a tree keep every pass; most of a tree's training
+#: is in its top levels, whose nodes hold every row ("Fit cost that follows
+#: the problem (#34)").
+EPOCH_TOLERANCE = 0.01
 
 
 def auto_node_budget(n_samples: int, arity: int, n_labels: int | None = None) -> int:
@@ -194,6 +204,18 @@ def resolve_max_row_features(setting, n_rows: int, n_entries: int, descent_thres
     if n_entries > MAX_ROW_FEATURES * n_rows and descent_threshold >= training_threshold:
         return MAX_ROW_FEATURES
     return None
+
+
+def resolve_epoch_tolerance(setting, epochs_setting) -> float:
+    """The convergence tolerance that ends a node's passes early (0: never).
+
+    "auto" gives ``EPOCH_TOLERANCE`` when `epochs_setting` (the
+    ``epochs`` hyper-parameter, unresolved) is "auto", else 0: passes asked
+    for by number are all taken.
+    """
+    if setting != "auto":
+        return setting
+    return EPOCH_TOLERANCE if epochs_setting == "auto" else 0.0
 
 
 def resolve_epochs(setting, n_rows: int, n_entries: int, descent_threshold: float,
