@@ -101,7 +101,7 @@ SHORT_ROW_EPOCHS = 10
 #: the small nodes deep in a tree keep every pass; most of a tree's training
 #: is in its top levels, whose nodes hold every row ("Fit cost that follows
 #: the problem (#34)").
-EPOCH_TOLERANCE = 0.01
+EPOCH_TOLERANCE = 0.1
 
 
 def auto_node_budget(n_samples: int, arity: int, n_labels: int | None = None) -> int:

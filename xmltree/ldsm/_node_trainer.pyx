@@ -24,9 +24,10 @@ Choices the paper leaves open, fixed here:
 * With ``epoch_tolerance`` > 0, a node stops before its E passes once a
   pass no longer changes it: when the mean J of the subsets chosen in the
   pass differs from the previous pass's by at most ``epoch_tolerance``
-  times the latter's magnitude. The choices themselves never settle (ties
-  and the running statistics keep a third of them moving), the mean J
-  does: nodes of many examples converge in fewer passes than small ones.
+  times the latter's magnitude, and the node has had ``MIN_PASSES``. The
+  choices themselves never settle (ties and the running statistics keep a
+  third of them moving), the mean J does: nodes of many examples converge
+  in fewer passes than small ones.
 * Examples without labels are skipped by training (they carry no signal and
   would divide by C_v = 0) but are still routed.
 * After training, each weight is rounded to float32 and kept when
@@ -68,6 +69,11 @@ cnp.import_array()
 cdef float64_t TIE_TOLERANCE = 1e-12
 #: Width of the uniform interval the initial biases are drawn from.
 cdef float64_t INIT_BIAS_SPREAD = 0.02
+
+#: Passes a node takes before ``epoch_tolerance`` may end them: the passes
+#: LdSM gives long rows, below which routers lose precision whatever their
+#: objective says ("Where the fit time goes (issue #16)" in the lab notebook).
+cdef index_t MIN_PASSES = 3
 
 #: A node lists its features by scanning the D / 64 words of its feature
 #: bits, rather than sorting them, once it has more than D / SCAN_FACTOR of
@@ -218,7 +224,8 @@ cdef class NodeTrainer:
                             index_t* directions) noexcept nogil:
         """Run the passes of TrainRegressors (Algorithm 4) over ``rows``; return their number.
 
-        At most E passes, fewer once one has converged (``converged``).
+        At most E passes, fewer once one has converged (``converged``) after
+        ``MIN_PASSES``.
         Writes the mean objective of the chosen subsets of each pass to
         ``trace[e]`` and, unless ``directions`` is NULL, the chosen subset of
         every (pass, example) to ``directions[e * n_rows + i]`` (0 for an
@@ -237,7 +244,7 @@ cdef class NodeTrainer:
                     objective_sum += chosen_objective
                     n_trained += 1
             trace[e] = objective_sum / n_trained if n_trained else 0.0
-            if e > 0 and self.converged(trace[e - 1], trace[e]):
+            if e + 1 >= MIN_PASSES and self.converged(trace[e - 1], trace[e]):
                 return e + 1
         return self.settings.epochs
 
