@@ -733,7 +733,9 @@ def test_fitted_nodes_train_the_resolved_epochs(rng, tmp_path, n_features, wide,
     X, labels, _ = clustered_problem(rng, 80, n_features=n_features)
     if wide:  # more labels than the wide descent needs
         labels = [[30 * i] for i in range(X.shape[0])]
-    settings = {**FAST, "epochs": "auto", "n_trees": 1, "random_state": 4, **params}
+    # Every pass taken (no convergence stop), so the root shows the epochs resolved.
+    settings = {**FAST, "epochs": "auto", "epoch_tolerance": 0.0, "n_trees": 1,
+                "random_state": 4, **params}
     model = LdSM(**settings).fit(X, labels)
     assert (model._forest.threshold < 0.5) == wide
     assert model.objective_trace(0, 0).shape == (expected,)
