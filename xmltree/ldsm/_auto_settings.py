@@ -13,10 +13,9 @@ __all__ = ["LEAF_SIZE", "LEAVES_PER_LABEL", "MAX_AUTO_NODES", "FULL_FLOOR_NODES"
            "WIDE_DESCENT_HISTOGRAM_WEIGHT", "MANY_FEATURES", "MANY_FEATURES_HISTOGRAM_WEIGHT",
            "MAX_LEAF_LABELS", "MAX_WIDE_BRANCHES", "LARGE_TREE_WIDE_BRANCHES",
            "MAX_ROW_FEATURES", "EPOCHS", "SHORT_ROW_EPOCHS", "EPOCH_TOLERANCE",
-           "auto_node_budget",
-           "auto_weight_floor", "resolve_descent_threshold", "resolve_histogram_weight",
-           "resolve_max_wide_branches", "resolve_max_leaf_labels", "resolve_max_row_features",
-           "resolve_epochs", "resolve_epoch_tolerance"]
+           "auto_node_budget", "auto_weight_floor", "resolve_descent_threshold",
+           "resolve_histogram_weight", "resolve_max_wide_branches", "resolve_max_leaf_labels",
+           "resolve_max_row_features", "resolve_epochs", "resolve_epoch_tolerance"]
 
 #: Training examples per leaf that ``max_nodes=None`` aims at: small leaves
 #: make the histograms local and the candidates precise.
@@ -94,13 +93,15 @@ MAX_ROW_FEATURES = 48
 EPOCHS = 3
 SHORT_ROW_EPOCHS = 10
 
-#: With ``epochs="auto"`` those passes are a most: a node stops once a pass
+#: With ``epochs="auto"`` those passes are at most: a node stops once a pass
 #: changes the mean objective of its chosen directions by at most this
 #: fraction of the previous pass's. What a node needs follows its examples:
 #: a node of many rows takes many steps a pass and settles in a few, while
 #: the small nodes deep in a tree keep every pass; most of a tree's training
-#: is in its top levels, whose nodes hold every row ("Fit cost that follows
-#: the problem (#34)").
+#: is in its top levels, whose nodes hold every row. A node takes at least
+#: ``EPOCHS`` passes whatever the tolerance (``MIN_PASSES`` of
+#: ``_node_trainer``), so sets of long rows grow the trees they grew ("Fit
+#: cost that follows the problem (#34)").
 EPOCH_TOLERANCE = 0.1
 
 

@@ -65,13 +65,13 @@ class LdSM(TopKEstimator):
         tree's memory stays that of 32768 nodes.
     epochs : int or "auto", default="auto"
         Passes over a node's examples when training its regressors, >= 1
-        (the paper uses 20). "auto": 3, or ``SHORT_ROW_EPOCHS`` (10) when
-        the training rows have fewer than ``MAX_ROW_FEATURES`` (48)
-        non-zero features on average and the trees descend by the training
-        rule (see `descent_threshold`). With linear leaves, 3 rank long rows
-        as well as 5 or 20 on held-out rows of the development sets and
-        train several times faster; short rows gain from more passes and
-        each pass costs less (measured in ``benchmarks/README.md``,
+        (the paper uses 20); at most, with `epoch_tolerance`. "auto": 3, or
+        ``SHORT_ROW_EPOCHS`` (10) when the training rows have fewer than
+        ``MAX_ROW_FEATURES`` (48) non-zero features on average and the
+        trees descend by the training rule (see `descent_threshold`). With
+        linear leaves, 3 rank long rows as well as 5 or 20 on held-out rows
+        of the development sets and train several times faster; short rows
+        gain from more passes and each pass costs less (measured in ``benchmarks/README.md``,
         "Epochs for short rows").
     epoch_tolerance : float or "auto", default="auto"
         A node ends its passes early, once one changes the mean objective of

@@ -71,8 +71,9 @@ cdef float64_t TIE_TOLERANCE = 1e-12
 cdef float64_t INIT_BIAS_SPREAD = 0.02
 
 #: Passes a node takes before ``epoch_tolerance`` may end them: the passes
-#: LdSM gives long rows, below which routers lose precision whatever their
-#: objective says ("Where the fit time goes (issue #16)" in the lab notebook).
+#: LdSM gives long rows (``_auto_settings.EPOCHS``), below which routers lose
+#: precision whatever their objective says ("Where the fit time goes (issue
+#: #16)" and "Fit cost that follows the problem (#34)" in the lab notebook).
 cdef index_t MIN_PASSES = 3
 
 #: A node lists its features by scanning the D / 64 words of its feature
