@@ -97,7 +97,7 @@ SHORT_ROW_EPOCHS = 10
 #: changes the mean objective of its chosen directions by at most this
 #: fraction of the previous pass's. What a node needs follows its examples:
 #: a node of many rows takes many steps a pass and settles in a few, while
-#: the small nodes deep in a tree keep every pass; most of a tree's training
+#: the small nodes deep in a tree keep more passes; most of a tree's training
 #: is in its top levels, whose nodes hold every row. A node takes at least
 #: ``EPOCHS`` passes whatever the tolerance (``MIN_PASSES`` of
 #: ``_node_trainer``), so sets of long rows grow the trees they grew ("Fit
