@@ -25,8 +25,8 @@ Choices the paper leaves open, fixed here:
   pass no longer changes it: when the mean J of the subsets chosen in the
   pass differs from the previous pass's by at most ``epoch_tolerance``
   times the latter's magnitude, and the node has had ``MIN_PASSES``. The
-  choices themselves never settle (ties and the running statistics keep a
-  third of them moving), the mean J does: nodes of many examples converge
+  choices themselves never settle (ties and the running statistics keep
+  many of them moving), the mean J does: nodes of many examples converge
   in fewer passes than small ones.
 * Examples without labels are skipped by training (they carry no signal and
   would divide by C_v = 0) but are still routed.
