@@ -19,6 +19,7 @@ import numpy as np
 MASK64 = (1 << 64) - 1
 TIE_TOLERANCE = 1e-12
 INIT_BIAS_SPREAD = 0.02
+MIN_PASSES = 3
 
 
 class Xoshiro:
@@ -166,9 +167,13 @@ def store_weights(weights, cap):
 
 
 def train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, learning_rate,
-               routing, seed):
+               routing, seed, epoch_tolerance=0.0):
     """Algorithm 4 on the examples ``rows``; returns what ``_py_train_node`` returns
     (but ``stored_weights``: see :func:`store_weights`).
+
+    With ``epoch_tolerance`` > 0 the passes end after the first one, from
+    pass ``MIN_PASSES`` on, whose mean chosen objective is within
+    ``epoch_tolerance`` times the magnitude of the previous pass's.
     """
     n_features = X.shape[1]
     rng = Xoshiro(seed)
@@ -213,6 +218,10 @@ def train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, learni
                     state["label_prob"][label][m] = (
                         ((seen - 1) * state["label_prob"][label][m] + pred) / seen)
         trace[epoch] = np.mean(chosen_values) if chosen_values else 0.0
+        if epoch + 1 >= MIN_PASSES and epoch_tolerance > 0 and (
+                abs(trace[epoch] - trace[epoch - 1]) <= epoch_tolerance * abs(trace[epoch - 1])):
+            directions, trace = directions[:epoch + 1], trace[:epoch + 1]
+            break
     labels = sorted(state["label_count"])
     return {
         "directions": directions,

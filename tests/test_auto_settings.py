@@ -6,6 +6,7 @@ import pytest
 from xmltree import LdSM
 from xmltree.datasets import make_synthetic
 from xmltree.ldsm._auto_settings import (
+    EPOCH_TOLERANCE,
     HISTOGRAM_WEIGHT,
     LEAF_SIZE,
     LEAVES_PER_LABEL,
@@ -14,6 +15,7 @@ from xmltree.ldsm._auto_settings import (
     MAX_AUTO_NODES,
     WIDE_DESCENT_HISTOGRAM_WEIGHT,
     auto_node_budget,
+    resolve_epoch_tolerance,
     resolve_histogram_weight,
 )
 
@@ -61,3 +63,52 @@ def test_many_features_rank_by_the_classifiers_alone(tmp_path):
     np.testing.assert_array_equal(auto.predict(X)[0], classifiers_only.predict(X)[0])
     auto.save(tmp_path / "model.xmt")
     assert LdSM.load(tmp_path / "model.xmt")._forest.histogram_weight == 0.0
+
+
+def test_only_auto_epochs_end_early():
+    assert resolve_epoch_tolerance("auto", "auto") == EPOCH_TOLERANCE > 0
+    assert resolve_epoch_tolerance("auto", 20) == 0.0  # the paper's 20 passes, all taken
+    assert resolve_epoch_tolerance(0.1, 20) == 0.1
+
+
+def _passes(model) -> np.ndarray:
+    """Passes each internal node of every fitted tree took."""
+    trees = model._fitted_state().trees
+    return np.concatenate([np.diff(tree["trace_indptr"])[tree["first_child"] >= 0]
+                           for tree in trees])
+
+
+@pytest.fixture(scope="module")
+def short_rows():
+    # Rows of ~10 features: "auto" gives them the short rows' passes.
+    return make_synthetic(1500, 200, 12, avg_features=10, random_state=0)
+
+
+def test_fitted_nodes_end_their_passes_at_convergence(short_rows):
+    X, Y = short_rows
+    auto = LdSM(n_trees=2, random_state=0, n_jobs=1).fit(X, Y)
+    resolved = auto.resolved_params_
+    assert resolved["epoch_tolerance"] == EPOCH_TOLERANCE
+    passes = _passes(auto)
+    assert passes.max() <= resolved["epochs"] and passes.min() < resolved["epochs"]
+    fixed = LdSM(n_trees=2, epochs=resolved["epochs"], random_state=0, n_jobs=1).fit(X, Y)
+    assert fixed.resolved_params_["epoch_tolerance"] == 0.0
+    assert np.all(_passes(fixed) == resolved["epochs"])
+
+
+def test_files_from_before_the_tolerance_load_taking_every_pass(short_rows, tmp_path):
+    from test_persistence import rewrite_state
+
+    X, Y = short_rows
+    model = LdSM(n_trees=2, epoch_tolerance=0.0, random_state=0, n_jobs=1).fit(X, Y)
+    path = tmp_path / "model.npz"
+    model.save(path)
+
+    def drop_tolerance(params, arrays):
+        del params["hyper_parameters"]["epoch_tolerance"], params["resolved"]["epoch_tolerance"]
+
+    rewrite_state(path, drop_tolerance)
+    loaded = LdSM.load(path)
+    assert loaded.epoch_tolerance == loaded.resolved_params_["epoch_tolerance"] == 0.0
+    for got, want in zip(loaded.predict_top_k(X, k=5), model.predict_top_k(X, k=5)):
+        np.testing.assert_array_equal(got, want)

@@ -119,7 +119,7 @@ def test_fit_warns_when_lemma_2_does_not_hold(arity, lambda1, lambda2, warns):
 def test_get_set_params_and_repr():
     model = LdSM(n_trees=5, routing="sigmoid")
     params = model.get_params()
-    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 27
+    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 28
     assert model.set_params(arity=3, verbose=True) is model
     assert model.arity == 3
     assert repr(model) == "LdSM(n_trees=5, arity=3, routing='sigmoid', verbose=True)"
@@ -733,7 +733,9 @@ def test_fitted_nodes_train_the_resolved_epochs(rng, tmp_path, n_features, wide,
     X, labels, _ = clustered_problem(rng, 80, n_features=n_features)
     if wide:  # more labels than the wide descent needs
         labels = [[30 * i] for i in range(X.shape[0])]
-    settings = {**FAST, "epochs": "auto", "n_trees": 1, "random_state": 4, **params}
+    # Every pass taken (no convergence stop), so the root shows the epochs resolved.
+    settings = {**FAST, "epochs": "auto", "epoch_tolerance": 0.0, "n_trees": 1,
+                "random_state": 4, **params}
     model = LdSM(**settings).fit(X, labels)
     assert (model._forest.threshold < 0.5) == wide
     assert model.objective_trace(0, 0).shape == (expected,)

@@ -9,7 +9,7 @@ the stored weights in plain Python.
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from ldsm_reference import Xoshiro, nag_step, sgd_step, store_weights, train_node
+from ldsm_reference import MIN_PASSES, Xoshiro, nag_step, sgd_step, store_weights, train_node
 
 from xmltree._kernels._optim import _py_nag_step, _py_sgd_step
 from xmltree._kernels._random import _py_draw
@@ -196,6 +196,26 @@ def test_train_node_zero_epochs_keeps_initial_biases(rng):
     assert np.all(np.abs(got["bias"]) <= 0.01) and np.any(got["bias"] != 0)
 
 
+def test_train_node_stops_at_convergence_as_the_reference(rng):
+    X, Y = random_problem(rng)
+    rows = rng.permutation(X.shape[0])[:25]
+    settings = dict(NODE_SETTINGS, epochs=40, arity=2, optimizer="nag", routing="margin", seed=3)
+    every_pass = _py_train_node(X, Y, rows, **settings)
+    passes = []
+    for tolerance in (0.001, 0.02, 0.2):
+        got = _py_train_node(X, Y, rows, **settings, epoch_tolerance=tolerance)
+        want = train_node(X, Y, rows, **settings, epoch_tolerance=tolerance)
+        assert np.array_equal(got["directions"], want["directions"])
+        for key in ("prob", "label_prob", "weights", "bias", "trace"):
+            np.testing.assert_allclose(got[key], want[key], rtol=1e-9, atol=1e-12, err_msg=key)
+        # The passes taken are the first ones of the run that takes them all.
+        n_passes = got["trace"].size
+        np.testing.assert_array_equal(got["trace"], every_pass["trace"][:n_passes])
+        passes.append(n_passes)
+    # A looser tolerance stops no later, and the loosest stops before the 40 passes.
+    assert MIN_PASSES <= passes[2] <= passes[1] <= passes[0] <= 40 and passes[2] < 40
+
+
 # ----------------------------------------------------------------------------- tree growth
 
 
@@ -300,6 +320,40 @@ def test_build_tree_invariants(rng, routing, arity, leaf_scores):
     # Every split makes progress: no child receives all of its parent's examples.
     children = tree["parent"] >= 0
     assert np.all(tree["n_samples"][children] < tree["n_samples"][tree["parent"][children]])
+
+
+def test_converged_nodes_stop_before_their_epochs_and_no_later(rng):
+    X, Y = random_problem(rng, n_samples=120, n_features=20, n_labels=10, clusters=5)
+    tolerance, epochs = 0.02, 30
+    settings = dict(TREE_SETTINGS, epochs=epochs, max_nodes=81)
+    tree = build_tree(X, Y, **settings, epoch_tolerance=tolerance)
+    internal = np.flatnonzero(tree["first_child"] >= 0)
+    indptr, values = tree["trace_indptr"], tree["trace_values"].astype(np.float64)
+    stopped = 0
+    for node in internal:
+        trace = values[indptr[node]:indptr[node + 1]]
+        assert MIN_PASSES <= trace.size <= epochs
+        change = np.abs(np.diff(trace)) / np.abs(trace[:-1])
+        # The trace is stored as float32: a hair of slack either side of the tolerance.
+        assert np.all(change[MIN_PASSES - 2:-1] > tolerance * (1 - 1e-5)), node
+        if trace.size < epochs:
+            assert change[-1] <= tolerance * (1 + 1e-5), node
+            stopped += 1
+    assert stopped > 0
+    # Tolerance 0 is the fixed number of passes.
+    fixed = build_tree(X, Y, **settings, epoch_tolerance=0.0)
+    assert np.all(np.diff(fixed["trace_indptr"])[fixed["first_child"] >= 0] == epochs)
+    np.testing.assert_array_equal(fixed["first_child"],
+                                  build_tree(X, Y, **settings)["first_child"])
+
+
+def test_nodes_of_few_epochs_take_them_all_whatever_the_tolerance(rng):
+    X, Y = random_problem(rng, n_samples=120, n_features=20, n_labels=10, clusters=5)
+    settings = dict(TREE_SETTINGS, epochs=MIN_PASSES)
+    fixed = build_tree(X, Y, **settings)
+    loose = build_tree(X, Y, **settings, epoch_tolerance=1e9)
+    for name in fixed:
+        np.testing.assert_array_equal(loose[name], fixed[name], err_msg=name)
 
 
 @pytest.mark.parametrize("arity", [2, 3])  # 3: empty children copy their parent's leaf

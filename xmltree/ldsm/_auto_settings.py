@@ -12,10 +12,10 @@ __all__ = ["LEAF_SIZE", "LEAVES_PER_LABEL", "MAX_AUTO_NODES", "FULL_FLOOR_NODES"
            "WIDE_DESCENT_MIN_LABELS", "WIDE_DESCENT_THRESHOLD", "HISTOGRAM_WEIGHT",
            "WIDE_DESCENT_HISTOGRAM_WEIGHT", "MANY_FEATURES", "MANY_FEATURES_HISTOGRAM_WEIGHT",
            "MAX_LEAF_LABELS", "MAX_WIDE_BRANCHES", "LARGE_TREE_WIDE_BRANCHES",
-           "MAX_ROW_FEATURES", "EPOCHS", "SHORT_ROW_EPOCHS", "auto_node_budget",
-           "auto_weight_floor", "resolve_descent_threshold", "resolve_histogram_weight",
-           "resolve_max_wide_branches", "resolve_max_leaf_labels", "resolve_max_row_features",
-           "resolve_epochs"]
+           "MAX_ROW_FEATURES", "EPOCHS", "SHORT_ROW_EPOCHS", "EPOCH_TOLERANCE",
+           "auto_node_budget", "auto_weight_floor", "resolve_descent_threshold",
+           "resolve_histogram_weight", "resolve_max_wide_branches", "resolve_max_leaf_labels",
+           "resolve_max_row_features", "resolve_epochs", "resolve_epoch_tolerance"]
 
 #: Training examples per leaf that ``max_nodes=None`` aims at: small leaves
 #: make the histograms local and the candidates precise.
@@ -92,6 +92,17 @@ MAX_ROW_FEATURES = 48
 #: ("Epochs for short rows").
 EPOCHS = 3
 SHORT_ROW_EPOCHS = 10
+
+#: With ``epochs="auto"`` those passes are at most: a node stops once a pass
+#: changes the mean objective of its chosen directions by at most this
+#: fraction of the previous pass's. What a node needs follows its examples:
+#: a node of many rows takes many steps a pass and settles in a few, while
+#: the small nodes deep in a tree keep more passes; most of a tree's training
+#: is in its top levels, whose nodes hold every row. A node takes at least
+#: ``EPOCHS`` passes whatever the tolerance (``MIN_PASSES`` of
+#: ``_node_trainer``), so sets of long rows grow the trees they grew ("Fit
+#: cost that follows the problem (#34)").
+EPOCH_TOLERANCE = 0.1
 
 
 def auto_node_budget(n_samples: int, arity: int, n_labels: int | None = None) -> int:
@@ -194,6 +205,18 @@ def resolve_max_row_features(setting, n_rows: int, n_entries: int, descent_thres
     if n_entries > MAX_ROW_FEATURES * n_rows and descent_threshold >= training_threshold:
         return MAX_ROW_FEATURES
     return None
+
+
+def resolve_epoch_tolerance(setting, epochs_setting) -> float:
+    """The convergence tolerance that ends a node's passes early (0: never).
+
+    "auto" gives ``EPOCH_TOLERANCE`` when `epochs_setting` (the
+    ``epochs`` hyper-parameter, unresolved) is "auto", else 0: passes asked
+    for by number are all taken.
+    """
+    if setting != "auto":
+        return setting
+    return EPOCH_TOLERANCE if epochs_setting == "auto" else 0.0
 
 
 def resolve_epochs(setting, n_rows: int, n_entries: int, descent_threshold: float,

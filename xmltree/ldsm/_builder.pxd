@@ -54,6 +54,7 @@ cdef class TreeBuilder:
     cdef int64_t hist_total               # sum of label_hist
     cdef int64_t hist_rows                # rows counted into label_hist
     cdef vector[float64_t] epoch_objective  # (E,) trace of the node being trained
+    cdef index_t epochs_run               # passes the node being trained took
     cdef vector[float64_t] scores         # (M,) regressor scores of one example
     cdef vector[uint8_t] goes             # (M,) children chosen for one example
 

@@ -134,8 +134,8 @@ cdef class TreeBuilder:
         self.current_rows.swap(self.node_rows[node])
         n_rows = self.current_rows.size()
         self.trainer.start_node(self.current_rows.data(), n_rows)
-        self.trainer.train_node(self.current_rows.data(), n_rows, self.epoch_objective.data(),
-                                NULL)
+        self.epochs_run = self.trainer.train_node(self.current_rows.data(), n_rows,
+                                                  self.epoch_objective.data(), NULL)
         self.trainer.round_weights()
         for m in range(self.arity):
             self.child_rows[m].clear()
@@ -172,7 +172,7 @@ cdef class TreeBuilder:
             self.bias[row] = <float32_t>weight_of(&self.trainer.regressors, m,
                                                   self.trainer.X.n_cols)[0]
         self.trace_begin[node] = self.trace_value.size()
-        for k in range(self.trainer.settings.epochs):
+        for k in range(self.epochs_run):
             self.trace_value.push_back(<float32_t>self.epoch_objective[k])
         self.trace_end[node] = self.trace_value.size()
         first = self.first_child.size()
@@ -357,7 +357,8 @@ cdef object _gather_spans(const stored_t* buffer, const vector[offset_t]& begin,
 
 def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, learning_rate,
                routing, weight_threshold, seed, max_weights=None, weights_per_row=None,
-               progress=None, leaf_scores="distribution", max_leaf_labels=None):
+               progress=None, leaf_scores="distribution", max_leaf_labels=None,
+               epoch_tolerance=0.0):
     """Grow one LdSM tree and return it as flat arrays.
 
     The inputs are trusted, as every kernel's are: X and Y as
@@ -376,7 +377,8 @@ def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, l
     max_nodes : int
         Node budget, >= 1: a node is expanded only while ``n_nodes + arity <= max_nodes``.
     epochs : int
-        Passes over a node's examples when training it, >= 0.
+        Passes over a node's examples when training it, >= 0 (at most, with
+        ``epoch_tolerance``).
     lambda1, lambda2 : float
         Weights of the class-integrity term and of the multi-way penalty in J.
     optimizer : {"sgd", "nag"}
@@ -409,6 +411,10 @@ def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, l
         Labels a leaf stores at most, >= 1: its most frequent (ties to the
         labels fewer training examples carry, then to smaller ids), with the
         scores they have among all its labels. None: all.
+    epoch_tolerance : float, default=0.0
+        A node stops before its ``epochs`` passes once the mean objective of
+        a pass differs from the previous pass's by at most this fraction of
+        it, >= 0; 0: every node takes all ``epochs``.
 
     Returns
     -------
@@ -418,13 +424,14 @@ def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, l
         ``weight_indices`` (int32), ``weight_values`` (float32), ``bias``
         (float32, (n_nodes, arity)), ``leaf_indptr`` (int64, n_nodes + 1),
         ``leaf_labels`` (int32), ``leaf_values`` (float32), ``trace_indptr``
-        (int64, n_nodes + 1) and ``trace_values`` (float32): root 0, child ids
-        larger than their parent's.
+        (int64, n_nodes + 1) and ``trace_values`` (float32, the mean objective
+        of each pass an internal node took): root 0, child ids larger than
+        their parent's.
     """
     trainer = NodeTrainer(X, Y, arity=arity, epochs=epochs, lambda1=lambda1, lambda2=lambda2,
                           optimizer=optimizer, learning_rate=learning_rate, routing=routing,
                           weight_threshold=weight_threshold, seed=seed, max_weights=max_weights,
-                          weights_per_row=weights_per_row)
+                          weights_per_row=weights_per_row, epoch_tolerance=epoch_tolerance)
     cdef TreeBuilder builder = TreeBuilder(trainer, max_nodes, progress, leaf_scores,
                                            max_leaf_labels)
     with nogil:
@@ -444,14 +451,15 @@ cdef object _dense_weights(NodeTrainer trainer):
 
 
 def _py_train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, learning_rate,
-                   routing, seed, max_weights=None):
+                   routing, seed, max_weights=None, epoch_tolerance=0.0):
     """Train one node on ``rows`` and return its internals (for the tests).
 
     Returns
     -------
     dict
-        ``directions`` (int32, (epochs, len(rows))): chosen subset bitmask per
-        (epoch, example), 0 for examples without labels; ``trace`` (epochs,);
+        ``directions`` (int32, (passes, len(rows))): chosen subset bitmask per
+        (pass, example), 0 for examples without labels; ``trace`` (passes,),
+        the mean objective of each of the passes taken (``epochs`` or fewer);
         ``total_count`` (C_v); ``labels``: sorted labels of the node, with
         ``label_count`` (l_v) and ``label_prob`` (P_m^k, (n_labels, arity));
         ``prob`` (P_m); ``weights`` (float64, (arity, n_features)) and
@@ -461,7 +469,7 @@ def _py_train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, le
     cdef NodeTrainer trainer = NodeTrainer(
         X, Y, arity=arity, epochs=epochs, lambda1=lambda1, lambda2=lambda2, optimizer=optimizer,
         learning_rate=learning_rate, routing=routing, weight_threshold=0.0, seed=seed,
-        max_weights=max_weights)
+        max_weights=max_weights, epoch_tolerance=epoch_tolerance)
     rows = np.ascontiguousarray(rows, dtype=np.int32)
     if rows.ndim != 1 or (rows.size and (rows.min() < 0 or rows.max() >= X.shape[0])):
         raise ValueError(f"rows must be a 1-D array of row ids in [0, {X.shape[0]})")
@@ -469,15 +477,15 @@ def _py_train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, le
     trace = np.zeros(max(epochs, 1), dtype=np.float64)
     cdef const index_t* row_ptr = <const index_t*>cnp.PyArray_DATA(rows)
     trainer.start_node(row_ptr, rows.size)
-    trainer.train_node(row_ptr, rows.size, <float64_t*>cnp.PyArray_DATA(trace),
-                       <index_t*>cnp.PyArray_DATA(directions))
+    n_passes = trainer.train_node(row_ptr, rows.size, <float64_t*>cnp.PyArray_DATA(trace),
+                                  <index_t*>cnp.PyArray_DATA(directions))
     n_features = X.shape[1]
     dense = _dense_weights(trainer)
     node_labels = np.asarray(trainer.node_labels, dtype=np.int32)
     order = np.argsort(node_labels)
     result = {
-        "directions": directions,
-        "trace": trace[:epochs],
+        "directions": directions[:n_passes],
+        "trace": trace[:n_passes],
         "total_count": trainer.total_count,
         "labels": node_labels[order],
         "label_count": np.asarray(trainer.label_count, dtype=np.int64)[order],

@@ -65,14 +65,22 @@ class LdSM(TopKEstimator):
         tree's memory stays that of 32768 nodes.
     epochs : int or "auto", default="auto"
         Passes over a node's examples when training its regressors, >= 1
-        (the paper uses 20). "auto": 3, or ``SHORT_ROW_EPOCHS`` (10) when
-        the training rows have fewer than ``MAX_ROW_FEATURES`` (48)
-        non-zero features on average and the trees descend by the training
-        rule (see `descent_threshold`). With linear leaves, 3 rank long rows
-        as well as 5 or 20 on held-out rows of the development sets and
-        train several times faster; short rows gain from more passes and
-        each pass costs less (measured in ``benchmarks/README.md``,
+        (the paper uses 20); at most, with `epoch_tolerance`. "auto": 3, or
+        ``SHORT_ROW_EPOCHS`` (10) when the training rows have fewer than
+        ``MAX_ROW_FEATURES`` (48) non-zero features on average and the
+        trees descend by the training rule (see `descent_threshold`). With
+        linear leaves, 3 rank long rows as well as 5 or 20 on held-out rows
+        of the development sets and train several times faster; short rows
+        gain from more passes and each pass costs less (measured in ``benchmarks/README.md``,
         "Epochs for short rows").
+    epoch_tolerance : float or "auto", default="auto"
+        A node ends its passes early, once one changes the mean objective of
+        the directions it chose by at most this fraction of the previous
+        pass's, >= 0 (0: every node takes all `epochs`). "auto":
+        ``EPOCH_TOLERANCE`` when `epochs` is "auto", else 0. Nodes of many
+        examples settle in fewer passes than the small ones deep in a tree,
+        so the trees' training follows what their nodes need ("Fit cost that
+        follows the problem (#34)" in the benchmarks' lab notebook).
     lambda1 : float, default=2.0
         Weight of the purity term of the node objective, >= 0.
     lambda2 : float, default=1.0
@@ -272,8 +280,9 @@ class LdSM(TopKEstimator):
 
     _KIND = "ldsm"
 
-    def __init__(self, n_trees=10, arity=2, max_nodes=None, epochs="auto", lambda1=2.0,
-                 lambda2=1.0, optimizer="nag", learning_rate=0.1, routing="margin",
+    def __init__(self, n_trees=10, arity=2, max_nodes=None, epochs="auto",
+                 epoch_tolerance="auto", lambda1=2.0, lambda2=1.0, optimizer="nag",
+                 learning_rate=0.1, routing="margin",
                  weight_threshold=0.05, leaf_scores="frequency", leaf_aggregation="mean",
                  leaf_model="linear", C=0.35, n_candidates=200, histogram_weight="auto",
                  descent_threshold="auto", max_wide_branches="auto",
@@ -284,6 +293,7 @@ class LdSM(TopKEstimator):
         self.arity = arity
         self.max_nodes = max_nodes
         self.epochs = epochs
+        self.epoch_tolerance = epoch_tolerance
         self.lambda1 = lambda1
         self.lambda2 = lambda2
         self.optimizer = optimizer
@@ -463,7 +473,7 @@ class LdSM(TopKEstimator):
                                             check_input=False)
 
     def objective_trace(self, tree: int, node: int) -> np.ndarray:
-        """Return the mean node objective J of each training epoch.
+        """Return the mean node objective J of each training pass.
 
         Parameters
         ----------
@@ -474,8 +484,9 @@ class LdSM(TopKEstimator):
 
         Returns
         -------
-        numpy.ndarray of float32, shape (epochs,) or (0,)
-            Empty for a node that was never trained (a leaf).
+        numpy.ndarray of float32, shape (passes,) or (0,)
+            One value per pass the node took (`epochs`, or fewer with
+            `epoch_tolerance`); empty for a node never trained (a leaf).
         """
         trees = self._fitted_state().trees
         if not is_int(tree) or not 0 <= tree < len(trees):

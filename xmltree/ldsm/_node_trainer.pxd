@@ -16,7 +16,9 @@ from .._kernels._types cimport float32_t, float64_t, index_t, offset_t
 cdef struct NodeSettings:
     # Hyper-parameters of node training, identical for every node of a tree.
     index_t arity                 # M, children per internal node
-    index_t epochs                # E, passes over the node's examples
+    index_t epochs                # E, passes over the node's examples, at most
+    float64_t epoch_tolerance     # stop once a pass changes the mean chosen J by at most
+                                  # this fraction of the previous pass's; 0: all E passes
     float64_t lambda1             # weight of the class-integrity term of J
     float64_t lambda2             # weight of the multi-way penalty of J
     float64_t learning_rate       # eta of the regressor updates
@@ -65,8 +67,9 @@ cdef class NodeTrainer:
 
     cdef int start_node(self, const index_t* rows, index_t n_rows) except -1 nogil
     cdef void sort_node_features(self) noexcept nogil
-    cdef void train_node(self, const index_t* rows, index_t n_rows, float64_t* trace,
-                         index_t* directions) noexcept nogil
+    cdef index_t train_node(self, const index_t* rows, index_t n_rows, float64_t* trace,
+                            index_t* directions) noexcept nogil
+    cdef bint converged(self, float64_t previous, float64_t current) noexcept nogil
     cdef index_t train_example(self, index_t row, float64_t* chosen_objective) noexcept nogil
     cdef void tabulate_terms(self, index_t n_labels) noexcept nogil
     cdef index_t choose_subset(self, index_t n_labels) noexcept nogil

@@ -21,6 +21,13 @@ Choices the paper leaves open, fixed here:
   ``[-INIT_BIAS_SPREAD / 2, INIT_BIAS_SPREAD / 2)``, drawn in regressor order
   when the node starts; feature weights start at 0, so stored models stay
   sparse.
+* With ``epoch_tolerance`` > 0, a node stops before its E passes once a
+  pass no longer changes it: when the mean J of the subsets chosen in the
+  pass differs from the previous pass's by at most ``epoch_tolerance``
+  times the latter's magnitude, and the node has had ``MIN_PASSES``. The
+  choices themselves never settle (ties and the running statistics keep
+  many of them moving), the mean J does: nodes of many examples converge
+  in fewer passes than small ones.
 * Examples without labels are skipped by training (they carry no signal and
   would divide by C_v = 0) but are still routed.
 * After training, each weight is rounded to float32 and kept when
@@ -63,6 +70,12 @@ cdef float64_t TIE_TOLERANCE = 1e-12
 #: Width of the uniform interval the initial biases are drawn from.
 cdef float64_t INIT_BIAS_SPREAD = 0.02
 
+#: Passes a node takes before ``epoch_tolerance`` may end them: the passes
+#: LdSM gives long rows (``_auto_settings.EPOCHS``), below which routers lose
+#: precision whatever their objective says ("Where the fit time goes (issue
+#: #16)" and "Fit cost that follows the problem (#34)" in the lab notebook).
+cdef index_t MIN_PASSES = 3
+
 #: A node lists its features by scanning the D / 64 words of its feature
 #: bits, rather than sorting them, once it has more than D / SCAN_FACTOR of
 #: them (about where sorting F features costs more than the scan).
@@ -104,18 +117,19 @@ cdef class NodeTrainer:
     Y : scipy.sparse.csr_matrix of shape (n_samples, n_labels)
         Binary labels in the same layout.
     arity, epochs, lambda1, lambda2, optimizer, learning_rate, routing,
-    weight_threshold, seed, max_weights, weights_per_row
+    weight_threshold, seed, max_weights, weights_per_row, epoch_tolerance
         As in :func:`build_tree`, which says what they must satisfy.
     """
 
     def __init__(self, X, Y, *, int arity, int epochs, double lambda1, double lambda2,
                  str optimizer, double learning_rate, str routing, double weight_threshold,
-                 seed, max_weights=None, weights_per_row=None):
+                 seed, max_weights=None, weights_per_row=None, double epoch_tolerance=0.0):
         self._keep_alive = (X, Y)
         self.X = csr_view(X)
         self.Y = csr_view(Y)
         self.settings.arity = arity
         self.settings.epochs = epochs
+        self.settings.epoch_tolerance = epoch_tolerance
         self.settings.lambda1 = lambda1
         self.settings.lambda2 = lambda2
         self.settings.learning_rate = learning_rate
@@ -207,13 +221,15 @@ cdef class NodeTrainer:
                 self.node_features.push_back(w * 64 + lowest_bit(word))
                 word &= word - 1
 
-    cdef void train_node(self, const index_t* rows, index_t n_rows, float64_t* trace,
-                         index_t* directions) noexcept nogil:
-        """Run the E epochs of TrainRegressors (Algorithm 4) over ``rows``.
+    cdef index_t train_node(self, const index_t* rows, index_t n_rows, float64_t* trace,
+                            index_t* directions) noexcept nogil:
+        """Run the passes of TrainRegressors (Algorithm 4) over ``rows``; return their number.
 
-        Writes the mean objective of the chosen subsets of each epoch to
+        At most E passes, fewer once one has converged (``converged``) after
+        ``MIN_PASSES``.
+        Writes the mean objective of the chosen subsets of each pass to
         ``trace[e]`` and, unless ``directions`` is NULL, the chosen subset of
-        every (epoch, example) to ``directions[e * n_rows + i]`` (0 for an
+        every (pass, example) to ``directions[e * n_rows + i]`` (0 for an
         example without labels).
         """
         cdef index_t e, i, chosen, n_trained
@@ -229,6 +245,15 @@ cdef class NodeTrainer:
                     objective_sum += chosen_objective
                     n_trained += 1
             trace[e] = objective_sum / n_trained if n_trained else 0.0
+            if e + 1 >= MIN_PASSES and self.converged(trace[e - 1], trace[e]):
+                return e + 1
+        return self.settings.epochs
+
+    cdef bint converged(self, float64_t previous, float64_t current) noexcept nogil:
+        """Whether a pass of mean objective `current` after one of `previous` changed the
+        node by at most ``epoch_tolerance`` (never, at tolerance 0)."""
+        return (self.settings.epoch_tolerance > 0.0
+                and fabs(current - previous) <= self.settings.epoch_tolerance * fabs(previous))
 
     cdef index_t train_example(self, index_t row, float64_t* chosen_objective) noexcept nogil:
         """Process one example; return the chosen subset (0 if it has no labels)."""

@@ -30,6 +30,9 @@ LDSM_PARAMS = (
           help="node budget per tree (default: a leaf per 8 training rows)"),
     Param("epochs", "int", 1, MAX_EPOCHS, words=AUTO,
           help="passes over each node's examples (auto: follows the rows' length)"),
+    Param("epoch_tolerance", "real", 0.0, words=AUTO,
+          help="a node stops its passes once one changes its mean objective by at most this "
+          "fraction (0: all epochs; auto: with epochs='auto' only)"),
     Param("lambda1", "real", 0.0, help="weight of the class-integrity term"),
     Param("lambda2", "real", 0.0, help="weight of the multi-way penalty"),
     Param("optimizer", "choice", choices=("nag", "sgd"), help="update rule of the routers"),

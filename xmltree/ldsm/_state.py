@@ -30,11 +30,16 @@ from ._tree_arrays import TREE_ARRAYS
 
 __all__ = ["get_state", "fitted_from_state", "upgrade_state"]
 
+#: Options added after format version 4 was first written, as its older
+#: files were fitted: every node took all its epochs.
+_ADDED_IN_VERSION_4 = {"epoch_tolerance": 0.0}
+
 #: What files written before an option existed hold: distributions, averaged
 #: leaves, histogram scores, features as given, the training descent.
 _OLD_DEFAULTS = {"leaf_scores": "distribution", "leaf_aggregation": "mean",
                  "leaf_model": "histogram", "feature_scaling": None, "descent_threshold": None,
-                 "max_leaf_labels": None, "max_wide_branches": None, "max_row_features": None}
+                 "max_leaf_labels": None, "max_wide_branches": None, "max_row_features": None,
+                 **_ADDED_IN_VERSION_4}
 
 _PARAM_NAMES = {param.name for param in LDSM_PARAMS}
 
@@ -62,8 +67,8 @@ def fitted_from_state(params: dict, arrays: dict) -> tuple[dict, FittedLdSM]:
     """
     if not isinstance(params, dict):
         raise ModelFormatError("LdSM model: missing parameters")
-    hyper = _checked_settings(params.get("hyper_parameters"), "hyper-parameters")
-    settings = _checked_settings(params.get("resolved"), "resolved settings")
+    hyper = _checked_settings(_with_added(params.get("hyper_parameters")), "hyper-parameters")
+    settings = _checked_settings(_with_added(params.get("resolved")), "resolved settings")
     for name in () if params.get("resolve_at_load") else PREDICTION_SETTINGS:
         if settings[name] == "auto":
             raise ModelFormatError(f"LdSM model: {name} is not resolved")
@@ -110,6 +115,13 @@ def upgrade_state(version: int, params: dict, arrays: dict,
             version, params["reranker"], arrays,
             "train the model again and re-rank it with xmltree.rerank.Reranked")
     return params, arrays
+
+
+def _with_added(settings):
+    """`settings` of a file with the options added since it was written, as it was fitted."""
+    if not isinstance(settings, dict):
+        return settings
+    return {**_ADDED_IN_VERSION_4, **settings}
 
 
 def _checked_settings(settings, what: str) -> dict:

@@ -23,6 +23,7 @@ from ._auto_settings import (
     auto_node_budget,
     auto_weight_floor,
     resolve_descent_threshold,
+    resolve_epoch_tolerance,
     resolve_epochs,
     resolve_histogram_weight,
     resolve_max_leaf_labels,
@@ -40,9 +41,9 @@ __all__ = ["fit_model", "resolve_before_trees", "resolve_after_trees",
 logger = logging.getLogger(__name__)
 
 #: The settings the tree builder takes, by its names.
-_BUILDER_SETTINGS = ("arity", "max_nodes", "epochs", "lambda1", "lambda2", "optimizer",
-                     "learning_rate", "routing", "weight_threshold", "leaf_scores",
-                     "max_leaf_labels")
+_BUILDER_SETTINGS = ("arity", "max_nodes", "epochs", "epoch_tolerance", "lambda1", "lambda2",
+                     "optimizer", "learning_rate", "routing", "weight_threshold",
+                     "leaf_scores", "max_leaf_labels")
 
 
 def fit_model(params: dict, X: sp.csr_matrix, Y: sp.csr_matrix) -> tuple[FittedLdSM, dict]:
@@ -118,6 +119,8 @@ def resolve_before_trees(params: dict, scaler: FeatureScaler, X: sp.csr_matrix,
         settings["max_leaf_labels"], rescores, fitted_threshold, training_threshold)
     settings["max_row_features"] = resolve_max_row_features(
         settings["max_row_features"], X.shape[0], X.nnz, fitted_threshold, training_threshold)
+    settings["epoch_tolerance"] = resolve_epoch_tolerance(settings["epoch_tolerance"],
+                                                          settings["epochs"])
     settings["epochs"] = resolve_epochs(settings["epochs"], X.shape[0], X.nnz,
                                         fitted_threshold, training_threshold)
     # A classifier re-scores at most every label: more candidates only cost memory.
