@@ -13,6 +13,7 @@ from xmltree._scaling import feature_magnitude
 from xmltree._validation import check_features, check_labels
 from xmltree.datasets import make_synthetic, open_csr_npy, read_libsvm, write_csr_npy
 from xmltree.exceptions import DataFormatError
+from xmltree.ldsm import _tree_arrays as tree_arrays
 from xmltree.ldsm._tree_arrays import feature_slots
 
 SMALL = {"n_trees": 2, "max_nodes": 15, "epochs": 2, "n_jobs": 1, "random_state": 0}
@@ -223,6 +224,30 @@ def test_feature_slots_order_features_by_use_then_id(n_ids, n_used):
     slots, n_slots = feature_slots(ids, n_ids)
     np.testing.assert_array_equal(slots, expected)
     assert n_slots == n_distinct + 1
+
+
+def test_feature_slots_count_in_chunks_as_at_once(monkeypatch):
+    ids = np.random.default_rng(3).integers(0, 40, 1000).astype(np.int32)
+    expected = feature_slots(ids, 40)
+    monkeypatch.setattr(tree_arrays, "COUNT_CHUNK", 7)
+    slots, n_slots = feature_slots(ids, 40)
+    np.testing.assert_array_equal(slots, expected[0])
+    assert n_slots == expected[1]
+
+
+def test_feature_slots_hold_no_copy_of_the_weights_ids():
+    # A forest's weight ids are most of a large model (hundreds of millions
+    # on the Amazon-670K shape): sorting a copy of them (np.unique) or
+    # widening them to 64 bits at once (np.bincount) added a gigabyte to
+    # the peak of fit there.
+    ids = np.random.default_rng(0).integers(0, 5000, 8 * 2**20).astype(np.int32)
+    tracemalloc.start()
+    try:
+        feature_slots(ids, 5000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < ids.nbytes / 2
 
 
 def test_a_claimed_feature_count_costs_the_forest_nothing(problem, tmp_path):

@@ -282,6 +282,10 @@ def concatenate_trees(trees: list[dict], arity: int, release: bool = False) -> d
 MIN_DIRECT_IDS = 2**16
 DIRECT_IDS_PER_WEIGHT = 2
 
+#: Ids counted at a time by ``feature_slots``: np.bincount copies its input
+#: as 64-bit integers.
+COUNT_CHUNK = 2**20
+
 
 class FeatureIds:
     """The feature ids of a set of weights, as the prediction kernels index them.
@@ -370,9 +374,16 @@ def feature_slots(ids: np.ndarray, n_ids: int) -> tuple[np.ndarray, int]:
     n_slots : int
         The distinct ids in `ids`, + 1.
     """
-    used, uses = np.unique(ids, return_counts=True)
+    # Counted in a table of n_ids, not by np.unique: its sorted copy of the
+    # ids doubled the memory of a large forest while it was built, and
+    # n_ids is at most a few ids per weight (see FeatureIds).
+    uses = np.zeros(n_ids, dtype=np.int64)
+    for start in range(0, ids.shape[0], COUNT_CHUNK):
+        uses += np.bincount(ids[start:start + COUNT_CHUNK], minlength=n_ids)
+    used = np.flatnonzero(uses)
     slots = np.full(n_ids, used.shape[0], dtype=np.int32)
-    slots[used[np.argsort(-uses, kind="stable")]] = np.arange(used.shape[0], dtype=np.int32)
+    slots[used[np.argsort(-uses[used], kind="stable")]] = np.arange(used.shape[0],
+                                                                     dtype=np.int32)
     return slots, used.shape[0] + 1
 
 
