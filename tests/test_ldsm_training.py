@@ -11,6 +11,7 @@ import pytest
 import scipy.sparse as sp
 from ldsm_reference import MIN_PASSES, Xoshiro, nag_step, sgd_step, store_weights, train_node
 
+from xmltree import LdSM
 from xmltree._kernels._optim import _py_nag_step, _py_sgd_step
 from xmltree._kernels._random import _py_draw
 from xmltree.ldsm._builder import _py_train_node, build_tree
@@ -380,6 +381,21 @@ def test_leaves_keep_their_most_frequent_labels(rng, arity, leaf_scores):
                                       values[np.searchsorted(labels, expected)])
         pruned += labels.size > 3
     assert pruned > 0
+
+
+@pytest.mark.parametrize("leaf_model", ["histogram", "linear"])
+def test_distributions_cut_to_their_most_frequent_labels_save_and_load(rng, tmp_path,
+                                                                        leaf_model):
+    # Found by tools/fuzz_models.py (seed 7731): a kept label holds its share
+    # among all of the leaf's labels, so a cut histogram sums to less than 1,
+    # and loading refused the file the fit had saved.
+    X, Y = random_problem(rng, n_samples=120, n_features=20, n_labels=10, clusters=5)
+    model = LdSM(n_trees=2, max_nodes=15, max_leaf_labels=1, leaf_scores="distribution",
+                 leaf_model=leaf_model, random_state=0).fit(X, Y)
+    model.save(tmp_path / "model.npz")
+    loaded = LdSM.load(tmp_path / "model.npz")
+    for expected, got in zip(model.predict(X, k=3), loaded.predict(X, k=3)):
+        np.testing.assert_array_equal(got, expected)
 
 
 def priority(Y, rows):

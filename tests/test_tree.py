@@ -470,7 +470,7 @@ def test_forest_checks_trees_read_from_files(rng):
 def test_frequency_leaves_need_not_sum_to_one(rng):
     tree = random_flat_tree(rng, arity=2, n_features=20, n_labels=30)
     tree["leaf_values"] = np.minimum(2 * tree["leaf_values"], 1).astype(np.float32)
-    with pytest.raises(ModelFormatError, match="sum to 1"):
+    with pytest.raises(ModelFormatError, match="more than 1"):
         Forest([tree], arity=2, n_features=20, n_labels=30, routing="margin")
     forest = Forest([tree], arity=2, n_features=20, n_labels=30, routing="margin",
                     leaf_scores="frequency")

@@ -98,7 +98,7 @@ def check_tree(tree, arity, n_features, n_labels, leaf_scores="distribution"):
         Sizes of the feature and label spaces.
     leaf_scores : {"distribution", "frequency"}, default="distribution"
         What the leaves store (see ``xmltree.ldsm._builder.build_tree``): histograms
-        summing to 1, or label frequencies in (0, 1].
+        summing to at most 1, or label frequencies in (0, 1].
 
     Raises
     ------
@@ -106,8 +106,9 @@ def check_tree(tree, arity, n_features, n_labels, leaf_scores="distribution"):
         Naming the first violated property: a missing array, a wrong dtype
         or shape, a broken parent/child structure, a non-monotone or
         inconsistent ``indptr``, an out-of-range index, a non-finite value,
-        or a leaf histogram that is empty, not positive, or does not sum to
-        1 (distributions) or exceeds 1 (frequencies).
+        or a leaf histogram that is empty, not positive, or sums to more
+        than 1 (distributions; less when a leaf kept only its most frequent
+        labels) or exceeds 1 (frequencies).
     """
     _check_dtypes(tree)
     n_nodes = tree["first_child"].shape[0]
@@ -219,10 +220,12 @@ def _check_histograms(tree, is_leaf, leaf_scores):
         if np.any(values > 1):
             raise ModelFormatError("tree has a leaf label frequency above 1")
         return
+    # A distribution sums to 1, or to less when the leaf kept only its most
+    # frequent labels (``max_leaf_labels``), with their shares among all.
     starts = tree["leaf_indptr"][:-1][is_leaf]
     sums = np.add.reduceat(values.astype(np.float64), starts) if values.size else np.zeros(0)
-    if np.any(np.abs(sums - 1.0) > 1e-3):
-        raise ModelFormatError("tree has a leaf histogram that does not sum to 1")
+    if np.any(sums > 1.0 + 1e-3):
+        raise ModelFormatError("tree has a leaf histogram that sums to more than 1")
 
 
 # --------------------------------------------------------------------------
