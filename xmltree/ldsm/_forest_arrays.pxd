@@ -77,7 +77,7 @@ cdef struct ForestArrays:
                                      # feature no regressor has
     const offset_t* leaf_indptr      # (n_nodes + 1,) CSR rows = leaf histograms
     const index_t* leaf_labels       # sorted label ids within each leaf
-    const float32_t* leaf_values     # normalised histogram values (sum to 1 per leaf)
+    const float32_t* leaf_values     # histogram values, positive (see check_tree)
     bint rescore                     # label classifiers re-score the best labels
     LabelModelView label_models      # the classifiers (when `rescore`)
     index_t n_label_ids              # their largest feature id + 1: the length of dense_x

@@ -60,6 +60,7 @@ from .._kernels._sparse cimport CSRView, csr_view
 from .._kernels._types cimport float32_t, float64_t, index_t, offset_t
 from ._routing cimport route
 
+from ._auto_settings import EPOCHS
 from ._tree_arrays import ROUTING_THRESHOLDS
 
 cnp.import_array()
@@ -71,10 +72,11 @@ cdef float64_t TIE_TOLERANCE = 1e-12
 cdef float64_t INIT_BIAS_SPREAD = 0.02
 
 #: Passes a node takes before ``epoch_tolerance`` may end them: the passes
-#: LdSM gives long rows (``_auto_settings.EPOCHS``), below which routers lose
-#: precision whatever their objective says ("Where the fit time goes (issue
-#: #16)" and "Fit cost that follows the problem (#34)" in the lab notebook).
-cdef index_t MIN_PASSES = 3
+#: LdSM gives long rows (``_auto_settings.EPOCHS``, at least 2 so that a pass
+#: has one before it), below which routers lose precision whatever their
+#: objective says ("Where the fit time goes (issue #16)" and "Fit cost that
+#: follows the problem (#34)" in the lab notebook).
+cdef index_t MIN_PASSES = EPOCHS
 
 #: A node lists its features by scanning the D / 64 words of its feature
 #: bits, rather than sorting them, once it has more than D / SCAN_FACTOR of
