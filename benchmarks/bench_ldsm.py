@@ -202,6 +202,14 @@ def print_table(dataset: str, rows: list[tuple[str, dict]]) -> None:
                                        for v in cells))
 
 
+def first_run_by_model(runs: list[dict]) -> dict[str, dict]:
+    """Each model's first run of one dataset (LdSM's first ``--n-trees``), by model name."""
+    by_model = {}
+    for run in runs:
+        by_model.setdefault(run["model"], run)
+    return by_model
+
+
 #: The scores the suite table sets LdSM against the best peer on.
 SUITE_METRICS = ("P@1", "P@5", "PSP@5")
 
@@ -214,9 +222,7 @@ def suite_rows(results: dict) -> list[dict]:
     XR-Linear's), NaN without that peer."""
     rows = []
     for dataset, runs in results.items():
-        by_model = {}
-        for run in runs:
-            by_model.setdefault(run["model"], run)
+        by_model = first_run_by_model(runs)
         ldsm = by_model.pop("ldsm", None)
         if ldsm is None or not by_model:
             continue

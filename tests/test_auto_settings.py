@@ -2,10 +2,12 @@
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from xmltree import LdSM
 from xmltree.datasets import make_synthetic
 from xmltree.ldsm._auto_settings import (
+    CANDIDATES,
     EPOCH_TOLERANCE,
     HISTOGRAM_WEIGHT,
     LEAF_SIZE,
@@ -13,10 +15,13 @@ from xmltree.ldsm._auto_settings import (
     MANY_FEATURES,
     MANY_FEATURES_HISTOGRAM_WEIGHT,
     MAX_AUTO_NODES,
+    WIDE_DESCENT_CANDIDATES,
     WIDE_DESCENT_HISTOGRAM_WEIGHT,
+    WIDE_DESCENT_MIN_LABELS,
     auto_node_budget,
     resolve_epoch_tolerance,
     resolve_histogram_weight,
+    resolve_n_candidates,
 )
 
 
@@ -63,6 +68,31 @@ def test_many_features_rank_by_the_classifiers_alone(tmp_path):
     np.testing.assert_array_equal(auto.predict(X)[0], classifiers_only.predict(X)[0])
     auto.save(tmp_path / "model.xmt")
     assert LdSM.load(tmp_path / "model.xmt")._forest.histogram_weight == 0.0
+
+
+def test_candidates_are_more_under_the_wide_descent():
+    many = 10 * WIDE_DESCENT_CANDIDATES
+    assert resolve_n_candidates("auto", 0.5, 0.5, many) == CANDIDATES
+    assert resolve_n_candidates("auto", 0.05, 0.5, many) == WIDE_DESCENT_CANDIDATES
+    assert resolve_n_candidates("auto", 0.05, 0.5, 300) == 300  # never more than the labels
+    assert resolve_n_candidates(7, 0.05, 0.5, many) == 7
+    assert resolve_n_candidates(7, 0.5, 0.5, 5) == 5
+
+
+def test_a_fitted_model_shows_and_uses_its_auto_candidates():
+    X, _ = make_synthetic(200, 30, 10, random_state=0)
+    # One label a row, over more labels than the wide descent needs.
+    rows = np.arange(X.shape[0])
+    Y = sp.csr_matrix((np.ones(X.shape[0]), (rows, rows * 11)),
+                      shape=(X.shape[0], WIDE_DESCENT_MIN_LABELS + 500))
+    fast = {"n_trees": 2, "epochs": 1, "max_nodes": 31, "random_state": 0, "n_jobs": 1}
+    auto = LdSM(**fast).fit(X, Y)
+    assert auto.resolved_params_["n_candidates"] == WIDE_DESCENT_CANDIDATES
+    explicit = LdSM(**fast, n_candidates=WIDE_DESCENT_CANDIDATES).fit(X, Y)
+    for got, want in zip(auto.predict(X, k=3), explicit.predict(X, k=3)):
+        np.testing.assert_array_equal(got, want)
+    narrow = LdSM(**fast, descent_threshold=None).fit(X, Y)
+    assert narrow.resolved_params_["n_candidates"] == CANDIDATES
 
 
 def test_only_auto_epochs_end_early():

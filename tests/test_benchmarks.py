@@ -117,6 +117,39 @@ def test_bench_ldsm_suite_prints_the_table(bench_ldsm, monkeypatch, capsys):
     assert " of 1 sets; median fit ratio LdSM / PLT over the 0 real sets nanx (CPU nanx)" in out
 
 
+def test_scale_ratios_follow_each_preset_against_its_best_peer(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import plot_scale_ratio
+
+    def report(dataset, ldsm, parabel, bonsai):
+        def run(model, scores):
+            return _run(model, **{"peak_rss_mb": 100.0, **scores})
+
+        return {"datasets": {dataset: [
+            run("ldsm", ldsm), run("ldsm", {"P@1": 0.99}),  # not LdSM's first run
+            run("omikuji-parabel", parabel), run("omikuji-bonsai", bonsai)]}}
+
+    reports = [report("shape@0.3", {"P@1": 0.6, "peak_rss_mb": 50.0},
+                      {"P@1": 0.5, "train_s": 4.0, "peak_rss_mb": 100.0}, {"P@1": 0.4}),
+               report("shape@0.1", {"P@5": 0.3}, {}, {"P@5": 0.25}),
+               {"datasets": {"bibtex": [_run("ldsm"), _run("omikuji-parabel")],
+                             "other@1": [_run("ldsm")]}}]  # no scale, no peer
+    curves = plot_scale_ratio.scale_ratios(reports)
+    assert list(curves) == ["shape"]
+    (low, at_low), (high, at_high) = curves["shape"]
+    assert (low, high) == (0.1, 0.3)
+    assert at_low["P@5"] == pytest.approx(0.3 / 0.25) and at_low["P@1"] == 1.0
+    assert at_high["P@1"] == pytest.approx(0.6 / 0.5)
+    assert at_high["train_s"] == 0.25 and at_high["peak_rss_mb"] == 0.5
+    pytest.importorskip("matplotlib")
+    paths = []
+    for name, content in (("a.json", reports[0]), ("b.json", reports[1])):
+        paths.append(tmp_path / name)
+        paths[-1].write_text(json.dumps(content))
+    plot_scale_ratio.main([*map(str, paths), "--output", str(tmp_path / "ratio.png")])
+    assert (tmp_path / "ratio.png").stat().st_size > 0
+
+
 def test_benchmark_data_reads_an_unregistered_folder_in_one_space(tmp_path, scripts):
     common, _ = scripts
     folder = tmp_path / "tiny"

@@ -268,6 +268,10 @@ def _unresolved_descent(params, arrays):
     params["resolved"]["descent_threshold"] = "auto"
 
 
+def _unresolved_candidates(params, arrays):
+    params["resolved"]["n_candidates"] = "auto"
+
+
 def _missing_resolved(params, arrays):
     del params["resolved"]
 
@@ -301,8 +305,8 @@ def _frequency_above_one(params, arrays):
     _bad_weight_index, _bad_label, _negative_child, _float64_weights, _missing_array,
     _extra_array, _bad_hyper_parameter, _unknown_hyper_parameter, _bad_n_features,
     _fewer_features, _missing_params, _frequency_above_one, _bad_row_features,
-    _unresolved_descent, _missing_resolved, _linear_leaves_without_classifiers,
-    _unknown_leaf_model,
+    _unresolved_descent, _unresolved_candidates, _missing_resolved,
+    _linear_leaves_without_classifiers, _unknown_leaf_model,
 ])
 def test_tampered_model_contents_are_refused(rng, tmp_path, tamper):
     params, arrays = _state(rng)

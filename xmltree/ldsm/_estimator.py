@@ -141,10 +141,15 @@ class LdSM(TopKEstimator):
         Weight of the classifiers' squared hinge loss against their L2
         regulariser ("linear" leaves), > 0; larger fits the training data
         more closely.
-    n_candidates : int, default=200
+    n_candidates : int or "auto", default="auto"
         Labels per example that linear leaves re-score at prediction, and
         that make up the label neighbourhoods at training, >= 1; at most the
-        number of labels is used (memory grows with rows x candidates).
+        number of labels is used (memory and the classifiers' training grow
+        with rows x candidates). "auto": 1000 when the trees descend more
+        widely than they were trained (see `descent_threshold`: they then
+        reach more of an example's labels than the best 200 keep), else 200
+        (``benchmarks/README.md``, "More candidates, at fit and at
+        prediction").
     histogram_weight : float or "auto", default="auto"
         Exponent of the histogram score in the linear leaves' blend, in
         [0, 1]: 0 ranks by the classifiers alone, 1 by the histograms alone.
@@ -284,7 +289,7 @@ class LdSM(TopKEstimator):
                  epoch_tolerance="auto", lambda1=2.0, lambda2=1.0, optimizer="nag",
                  learning_rate=0.1, routing="margin",
                  weight_threshold=0.05, leaf_scores="frequency", leaf_aggregation="mean",
-                 leaf_model="linear", C=0.35, n_candidates=200, histogram_weight="auto",
+                 leaf_model="linear", C=0.35, n_candidates="auto", histogram_weight="auto",
                  descent_threshold="auto", max_wide_branches="auto",
                  max_leaf_labels="auto", max_row_features="auto", feature_scaling="auto",
                  max_weights_per_regressor=2048, max_weights_per_example=4.0,

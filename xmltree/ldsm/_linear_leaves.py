@@ -63,10 +63,11 @@ WEIGHT_THRESHOLD = 0.05
 #: worker balance labels of unequal cost.
 LABEL_BLOCKS_PER_JOB = 4
 
-#: With progress shown, a local fit trains the labels in this many blocks and
-#: finds the training rows' candidates this many rows at a time (each block
-#: on all the threads): the same model, and a bar that moves.
+#: With progress shown, a local fit trains the labels in this many blocks
+#: (each on all the threads): the same model, and a bar that moves.
 PROGRESS_BLOCKS = 100
+
+#: Training rows whose candidates are found at a time, on all the threads.
 CANDIDATE_BLOCK_ROWS = 4096
 
 #: The arrays of the label classifiers in model files, with their dtypes.
@@ -158,9 +159,8 @@ def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float,
     weights : scipy.sparse.csr_matrix of float32, shape (n_labels, n_features)
     bias : numpy.ndarray of float32, shape (n_labels,)
     """
-    # The candidates (and their scores, never used) are dropped as soon as the
-    # neighbourhoods are listed: at full scale they are 0.6 GB the classifiers
-    # do not need.
+    # The candidates are dropped as soon as the neighbourhoods are listed:
+    # rows x n_candidates labels that the classifiers do not need.
     indptr, examples, targets = neighbourhoods(
         _candidates(forest, X, n_candidates, n_threads, verbose), Y,
         random_negatives=RANDOM_NEGATIVES, seed=seed)
@@ -177,21 +177,26 @@ def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float,
 
 def _candidates(forest, X: sp.csr_matrix, n_candidates: int, n_threads: int,
                 verbose: bool) -> np.ndarray:
-    """Every training row's best labels in the forest (blocks of rows, with a bar, if verbose)."""
-    if not verbose:
-        return forest.predict_top_k(X, n_candidates, n_threads, check_input=False)[0]
-    bar = progress_bar(X.shape[0], "LdSM candidates", "row", True)
-    blocks = []
+    """Every training row's best labels in the forest, found in blocks of rows.
+
+    Each block's scores go as soon as the block is done, and its labels go
+    straight to their rows of the result: for all the rows at once, the
+    scores would take as much memory again as the labels, at the peak of the
+    fit.
+    """
+    n_rows = X.shape[0]
+    candidates = np.empty((n_rows, n_candidates), dtype=np.int32)
+    bar = progress_bar(n_rows, "LdSM candidates", "row", verbose)
     try:
-        for start in range(0, X.shape[0], CANDIDATE_BLOCK_ROWS):
+        for start in range(0, n_rows, CANDIDATE_BLOCK_ROWS):
             sliced = X[start:start + CANDIDATE_BLOCK_ROWS]
             rows = kernel_csr(sliced.data, sliced.indices, sliced.indptr, sliced.shape)
-            blocks.append(forest.predict_top_k(rows, n_candidates, n_threads,
-                                               check_input=False)[0])
+            block = forest.predict_top_k(rows, n_candidates, n_threads, check_input=False)[0]
+            candidates[start:start + block.shape[0]] = block
             bar.update(rows.shape[0])
     finally:
         bar.close()
-    return np.concatenate(blocks)
+    return candidates
 
 
 def _train_in_blocks(X, indptr, examples, targets, solver: dict, n_blocks: int,

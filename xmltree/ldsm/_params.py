@@ -51,8 +51,9 @@ LDSM_PARAMS = (
           "histograms (linear) or the histograms alone"),
     Param("C", "real", 0.0, strict=True,
           help="loss weight of the label classifiers (inverse regularisation)"),
-    Param("n_candidates", "int", 1, MAX_INDEX,
-          help="labels per example the label classifiers re-score"),
+    Param("n_candidates", "int", 1, MAX_INDEX, words=AUTO,
+          help="labels per example the label classifiers re-score (auto: 1000 with the "
+          "wider descent, else 200)"),
     Param("histogram_weight", "real", 0.0, 1.0, words=AUTO,
           help="weight of the leaf histograms in the blend, in [0, 1]"),
     Param("descent_threshold", "real", words=AUTO_OR_NONE,
@@ -94,7 +95,7 @@ PREDICTION_ONLY = ("descent_threshold", "max_wide_branches", "leaf_aggregation",
 
 #: Settings a fitted model must hold resolved (never "auto").
 PREDICTION_SETTINGS = ("descent_threshold", "max_wide_branches", "max_row_features",
-                       "histogram_weight")
+                       "histogram_weight", "n_candidates")
 
 #: Hyper-parameters that may differ between the shards given to ``merge``.
 SHARD_PARAMS = ("n_trees", "random_state", "first_tree", "n_jobs", "verbose")

@@ -29,6 +29,7 @@ from ._auto_settings import (
     resolve_max_leaf_labels,
     resolve_max_row_features,
     resolve_max_wide_branches,
+    resolve_n_candidates,
 )
 from ._fitted import FittedLdSM
 from ._leaf_models import LEAF_MODELS
@@ -123,8 +124,8 @@ def resolve_before_trees(params: dict, scaler: FeatureScaler, X: sp.csr_matrix,
                                                           settings["epochs"])
     settings["epochs"] = resolve_epochs(settings["epochs"], X.shape[0], X.nnz,
                                         fitted_threshold, training_threshold)
-    # A classifier re-scores at most every label: more candidates only cost memory.
-    settings["n_candidates"] = min(settings["n_candidates"], n_labels)
+    settings["n_candidates"] = resolve_n_candidates(settings["n_candidates"], fitted_threshold,
+                                                    training_threshold, n_labels)
     settings["histogram_weight"] = resolve_histogram_weight(
         settings["histogram_weight"], fitted_threshold, training_threshold, X.shape[1])
     return settings
@@ -148,13 +149,15 @@ def resolve_for_prediction(settings: dict, hyper: dict, n_features: int, n_label
     training_threshold = ROUTING_THRESHOLDS[settings["routing"]]
     descent = resolve_descent_threshold(hyper["descent_threshold"], settings["routing"],
                                         n_labels)
+    fitted_threshold = training_threshold if descent is None else descent
     settings = {**settings, "descent_threshold": descent,
                 "leaf_aggregation": hyper["leaf_aggregation"],
                 "max_wide_branches": hyper["max_wide_branches"],
                 "histogram_weight": resolve_histogram_weight(
-                    hyper["histogram_weight"],
-                    training_threshold if descent is None else descent, training_threshold,
-                    n_features)}
+                    hyper["histogram_weight"], fitted_threshold, training_threshold, n_features),
+                # Files from before the rule hold a number, which stays.
+                "n_candidates": resolve_n_candidates(settings["n_candidates"], fitted_threshold,
+                                                     training_threshold, n_labels)}
     return resolve_after_trees(settings, trees)
 
 
