@@ -12,7 +12,7 @@ from xmltree import LdSM
 from xmltree._validation import check_features
 from xmltree.datasets import make_synthetic
 from xmltree.exceptions import ModelFormatError
-from xmltree.ldsm import merge
+from xmltree.ldsm import _linear_leaves, merge
 from xmltree.ldsm._label_models import train_label_models
 from xmltree.ldsm._linear_leaves import (
     MARGIN_SCALE,
@@ -230,6 +230,24 @@ def test_linear_leaves_do_not_depend_on_threads(problem):
     assert (one.label_weights_ != two.label_weights_).nnz == 0
     for a, b in zip(one.predict(X_test), two.predict(X_test)):
         assert np.array_equal(a, b)
+
+
+def test_examples_train_against_their_best_candidates_only(problem, monkeypatch):
+    """A training row joins the neighbourhoods of its TRAINING_CANDIDATES best labels
+    in the forest, not of all the n_candidates that prediction re-scores."""
+    X, Y, _, _ = problem
+    monkeypatch.setattr(_linear_leaves, "TRAINING_CANDIDATES", 4)
+    listed = []
+    real = _linear_leaves.neighbourhoods
+
+    def spy(candidates, *args, **kwargs):
+        listed.append(candidates.copy())
+        return real(candidates, *args, **kwargs)
+    monkeypatch.setattr(_linear_leaves, "neighbourhoods", spy)
+    model = LdSM(**LINEAR).fit(X, Y)
+    histogram = LdSM(**{**LINEAR, "leaf_model": "histogram"}).fit(X, Y)
+    assert model.n_candidates == 6 and listed[0].shape == (X.shape[0], 4)
+    np.testing.assert_array_equal(listed[0], histogram.predict(X, k=6)[0][:, :4])
 
 
 def test_linear_leaves_and_scaling_survive_save_and_load(problem, fitted, tmp_path):

@@ -10,12 +10,12 @@ histogram_weight`` (``xmltree.ldsm._forest.Forest.use_label_models``).
 
 Which examples train a label's classifier is what keeps this a tree method
 rather than a one-vs-rest model over all labels: the label's *neighbourhood*,
-the training examples that have the label among their own ``n_candidates``
-best labels in the forest (every example the label could be predicted for),
-plus the examples carrying it. So each label learns from all its positives
-(as PLT and Parabel do) against the hard negatives the trees put next to
-them, and an example trains at most ``n_candidates`` + (its labels)
-classifiers, whatever the number of labels.
+the training examples that have the label among their own best labels in the
+forest (the ``n_candidates`` best, up to ``TRAINING_CANDIDATES``), plus the
+examples carrying it. So each label learns from all its positives (as PLT and
+Parabel do) against the hard negatives the trees put next to them, and an
+example trains at most ``TRAINING_CANDIDATES`` + (its labels) classifiers,
+whatever the number of labels.
 """
 
 from __future__ import annotations
@@ -42,6 +42,14 @@ MARGIN_SCALE = 4.0
 #: tolerance on the projected gradient (LIBLINEAR's default for this dual).
 MAX_EPOCHS = 20
 TOLERANCE = 0.1
+
+#: Best labels of a training example, at most, that it is a negative for.
+#: Prediction may re-score more (``n_candidates`` is 1000 under the wide
+#: descent): the labels below an example's best 500 rarely out-rank its true
+#: ones, and training against them cost half the classifiers' fit time and,
+#: on held-out rows, precision ("Training neighbourhoods" in the
+#: benchmarks' lab notebook).
+TRAINING_CANDIDATES = 500
 
 #: Random negatives drawn for a label, per positive, on top of its tree
 #: neighbourhood. When rows carry many labels, a row's candidates are mostly
@@ -144,7 +152,9 @@ def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float,
     C : float
         Weight of the squared hinge loss against the L2 regulariser.
     n_candidates : int
-        Labels per example taken from the forest (see the module notes).
+        Labels per example that prediction re-scores: an example joins the
+        neighbourhoods of its best ``min(n_candidates, TRAINING_CANDIDATES)``
+        (see the module notes).
     seed : int
         Seed of the random negatives and of the solver's visiting orders.
     n_threads : int
@@ -162,7 +172,7 @@ def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float,
     # The candidates are dropped as soon as the neighbourhoods are listed:
     # rows x n_candidates labels that the classifiers do not need.
     indptr, examples, targets = neighbourhoods(
-        _candidates(forest, X, n_candidates, n_threads, verbose), Y,
+        _candidates(forest, X, min(n_candidates, TRAINING_CANDIDATES), n_threads, verbose), Y,
         random_negatives=RANDOM_NEGATIVES, seed=seed)
     solver = {"C": C, "max_epochs": MAX_EPOCHS, "tolerance": TOLERANCE,
               "weight_threshold": WEIGHT_THRESHOLD, "seed": seed, "n_threads": n_threads}
