@@ -46,7 +46,7 @@ TOLERANCE = 0.1
 #: Best labels of a training example, at most, that it is a negative for.
 #: Prediction may re-score more (``n_candidates`` is 1000 under the wide
 #: descent): the labels below an example's best 500 rarely out-rank its true
-#: ones, and training against them cost half the classifiers' fit time and,
+#: ones, and training against them cost half the solver's time and,
 #: on held-out rows, precision ("Training neighbourhoods" in the
 #: benchmarks' lab notebook).
 TRAINING_CANDIDATES = 500
