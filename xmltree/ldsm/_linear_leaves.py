@@ -170,7 +170,7 @@ def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float,
     bias : numpy.ndarray of float32, shape (n_labels,)
     """
     # The candidates are dropped as soon as the neighbourhoods are listed:
-    # rows x n_candidates labels that the classifiers do not need.
+    # rows x (training candidates) labels that the classifiers do not need.
     indptr, examples, targets = neighbourhoods(
         _candidates(forest, X, min(n_candidates, TRAINING_CANDIDATES), n_threads, verbose), Y,
         random_negatives=RANDOM_NEGATIVES, seed=seed)
