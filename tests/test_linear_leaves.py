@@ -15,6 +15,7 @@ from xmltree.exceptions import ModelFormatError
 from xmltree.ldsm import _linear_leaves, merge
 from xmltree.ldsm._label_models import train_label_models
 from xmltree.ldsm._linear_leaves import (
+    LOGIT_ADJUSTMENT,
     MARGIN_SCALE,
     _draw_negatives,
     check_linear_leaves,
@@ -248,6 +249,25 @@ def test_examples_train_against_their_best_candidates_only(problem, monkeypatch)
     histogram = LdSM(**{**LINEAR, "leaf_model": "histogram"}).fit(X, Y)
     assert model.n_candidates == 6 and listed[0].shape == (X.shape[0], 4)
     np.testing.assert_array_equal(listed[0], histogram.predict(X, k=6)[0][:, :4])
+
+
+def test_biases_are_the_solvers_raised_by_the_labels_log_prior(problem, monkeypatch):
+    """Logit adjustment: label l's bias gains -LOGIT_ADJUSTMENT * log(prior_l) /
+    MARGIN_SCALE, prior_l = (rows carrying l + 1) / (rows + 1); the weights are the solver's."""
+    X, Y, _, _ = problem
+    solved = []
+
+    def spy(*args, **kwargs):
+        solved.append(train_label_models(*args, **kwargs))
+        return solved[-1]
+    monkeypatch.setattr(_linear_leaves, "train_label_models", spy)
+    model = LdSM(**LINEAR).fit(X, Y)
+    weights, bias = solved[0]
+    prior = (np.asarray(Y.sum(axis=0)).ravel() + 1) / (Y.shape[0] + 1)
+    expected = bias - LOGIT_ADJUSTMENT / MARGIN_SCALE * np.log(prior)
+    assert LOGIT_ADJUSTMENT > 0 and np.ptp(prior) > 0
+    np.testing.assert_allclose(model.label_bias_, expected, rtol=1e-6)
+    assert (model.label_weights_ != weights).nnz == 0
 
 
 def test_linear_leaves_and_scaling_survive_save_and_load(problem, fitted, tmp_path):

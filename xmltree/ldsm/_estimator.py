@@ -135,8 +135,11 @@ class LdSM(TopKEstimator):
         most, plus every example carrying it); an example's
         ``n_candidates`` best labels by histogram score ``h`` are then
         scored ``sigmoid(4 z) ** (1 - histogram_weight) * h **
-        histogram_weight``, with ``z`` the classifier's margin, and the
-        other labels get no score. Training and prediction cost per
+        histogram_weight``, with ``z`` the classifier's margin (its bias
+        logit-adjusted: raised by ``-0.05 log(prior) / 4`` for a label
+        carried by that share of the training examples, so that the
+        regulariser's pull on rare labels does not rank them too low), and
+        the other labels get no score. Training and prediction cost per
         example grow with ``n_candidates``, not with the number of labels.
     C : float, default=0.35
         Weight of the classifiers' squared hinge loss against their L2
