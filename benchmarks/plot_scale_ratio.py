@@ -3,7 +3,10 @@
 Reads the ``--json`` files of ``bench_ldsm.py`` runs on ``<preset>@<scale>`` sets (each
 with LdSM and its peers in the same run), and draws, per preset, LdSM's P@1 and P@5 over
 the best peer's, and its fit time and peak memory over omikuji Parabel's, against the
-scale. A ratio of 1 is a tie; the accuracy ratios should not fall as the scale grows.
+scale. A ratio of 1 is a tie; the accuracy ratios should not fall as the scale grows. A
+peer too slow to run again beside LdSM (omikuji Bonsai at scale 0.3) may come from a report
+of its own: the runs of a set are pooled over the reports, each model's first run kept, so
+keep the timed peer (Parabel) in LdSM's report.
 
 Examples
 --------
@@ -36,22 +39,28 @@ def scale_ratios(reports: list[dict]) -> dict[str, list[tuple[float, dict]]]:
     ----------
     reports : list of dict
         ``bench_ldsm.py`` JSON reports; sets named ``<preset>@<scale>`` with
-        an LdSM run and at least one peer count, the first LdSM run of a set.
+        an LdSM run and at least one peer count. A set's runs are pooled over
+        the reports, and each model's first run (in the order of `reports`)
+        counts.
 
     Returns
     -------
     dict of str to list of (float, dict)
         A ratio is NaN when its peer did not run.
     """
-    curves: dict[str, dict[float, dict]] = {}
+    runs_by_set: dict[tuple[str, float], dict] = {}
     for report in reports:
         for dataset, runs in report["datasets"].items():
             preset, at, scale = dataset.partition("@")
-            by_model = first_run_by_model(runs)
-            ldsm = by_model.pop("ldsm", None)
-            if not at or ldsm is None or not by_model:
-                continue
-            curves.setdefault(preset, {})[float(scale)] = {
+            if at:
+                pooled = runs_by_set.setdefault((preset, float(scale)), {})
+                for model, run in first_run_by_model(runs).items():
+                    pooled.setdefault(model, run)
+    curves: dict[str, dict[float, dict]] = {}
+    for (preset, scale), by_model in runs_by_set.items():
+        ldsm = by_model.pop("ldsm", None)
+        if ldsm is not None and by_model:
+            curves.setdefault(preset, {})[scale] = {
                 key: _ratio(ldsm, by_model, key, over) for key, over, _ in PANELS}
     return {preset: sorted(points.items()) for preset, points in curves.items()}
 

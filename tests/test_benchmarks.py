@@ -150,6 +150,22 @@ def test_scale_ratios_follow_each_preset_against_its_best_peer(monkeypatch, tmp_
     assert (tmp_path / "ratio.png").stat().st_size > 0
 
 
+def test_scale_ratios_pool_a_sets_runs_over_reports(monkeypatch):
+    """A peer run in a report of its own joins LdSM's set; a model's first run counts."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import plot_scale_ratio
+
+    def run(model, p_at_1):
+        return _run(model, **{"P@1": p_at_1, "peak_rss_mb": 100.0})
+
+    reports = [{"datasets": {"shape@0.3": [run("ldsm", 0.6), run("omikuji-parabel", 0.3)]}},
+               {"datasets": {"shape@0.3": [run("omikuji-bonsai", 0.4)]}},
+               {"datasets": {"shape@0.3": [run("omikuji-bonsai", 0.59), run("ldsm", 0.1)]}}]
+    (scale, ratios), = plot_scale_ratio.scale_ratios(reports)["shape"]
+    assert scale == 0.3 and ratios["P@1"] == pytest.approx(0.6 / 0.4)
+    assert ratios["train_s"] == 1.0
+
+
 def test_benchmark_data_reads_an_unregistered_folder_in_one_space(tmp_path, scripts):
     common, _ = scripts
     folder = tmp_path / "tiny"
