@@ -62,10 +62,10 @@ TRAINING_CANDIDATES = 500
 
 #: Weight of the labels' log prior subtracted from the sigmoid's argument
 #: (``MARGIN_SCALE`` times the margin), see the module notes. On held-out
-#: rows it raised P@1 on the Amazon-670K shape by 2.7 points and PSP@5 on
-#: every development set, at P@5 within noise ("Logit adjustment" in the
-#: benchmarks' lab notebook); larger weights favour the rare labels further,
-#: at the cost of P@k.
+#: rows it raised P@1 most where labels are rarest (the Amazon-670K shape)
+#: and PSP@5 on most development sets, with P@5 within noise ("Logit
+#: adjustment" in the benchmarks' lab notebook); larger weights favour the
+#: rare labels further, at the cost of P@k.
 LOGIT_ADJUSTMENT = 0.05
 
 #: Random negatives drawn for a label, per positive, on top of its tree
