@@ -212,6 +212,11 @@ def logit_adjustment(Y: sp.csr_matrix) -> np.ndarray:
     The prior of a label is ``(examples carrying it + 1) / (examples + 1)``,
     so a label without examples gets a finite adjustment too.
 
+    Parameters
+    ----------
+    Y : scipy.sparse.csr_matrix of shape (n_samples, n_labels)
+        The training examples' labels.
+
     Returns
     -------
     numpy.ndarray of float32, shape (n_labels,)
