@@ -270,6 +270,110 @@ def test_biases_are_the_solvers_raised_by_the_labels_log_prior(problem, monkeypa
     assert (model.label_weights_ != weights).nnz == 0
 
 
+def spy_on_choose_C(monkeypatch, check_gains):
+    """Make the check's nDCG@5 of each C tried ``baseline + check_gains[step]``
+    per row (noise of a known spread on top), and record every solve."""
+    monkeypatch.setattr(_linear_leaves, "C_CHECK_MIN_ROWS", 10)
+    solves, tried = [], []
+    real_solve = _linear_leaves._solve
+
+    def solve(X, indptr, examples, targets, solver, verbose, **title):
+        solves.append((X.shape[0], solver))
+        return real_solve(X, indptr, examples, targets, solver, verbose, **title)
+
+    def ndcg(Y, ranked, k):
+        rows = np.random.default_rng(len(tried)).normal(0.5, 0.1, Y.shape[0])
+        tried.append(Y.shape[0])
+        return rows + check_gains[len(tried) - 1]
+    monkeypatch.setattr(_linear_leaves, "_solve", solve)
+    monkeypatch.setattr(_linear_leaves, "ndcg_by_row", ndcg)
+    return solves, tried
+
+
+@pytest.mark.parametrize("check_gains, chosen", [
+    ((0.0, 0.2, 0.4), 0.35 * 16),  # each step clearly better: up to MAX_C_STEPS
+    ((0.0, 0.2, 0.2), 0.35 * 4),   # the second step gains nothing
+    ((0.0, -0.1), 0.35),           # a larger C ranks worse: the base stays
+    ((0.0, 0.01), 0.35),           # a gain within noise is not taken
+])
+def test_auto_C_steps_up_while_the_rows_set_aside_rank_clearly_better(
+        problem, monkeypatch, check_gains, chosen):
+    X, Y, _, _ = problem
+    solves, tried = spy_on_choose_C(monkeypatch, check_gains)
+    model = LdSM(**{**LINEAR, "C": "auto"}).fit(X, Y)
+    assert model.resolved_params_["C"] == pytest.approx(chosen)
+    n_check = int(_linear_leaves.C_CHECK_SHARE * X.shape[0])
+    *checks, final = solves
+    assert len(checks) == len(tried) == min(len(check_gains), _linear_leaves.MAX_C_STEPS + 1)
+    # The check's classifiers never see the rows that judge them, and take a few passes.
+    for step, (n_rows, solver) in enumerate(checks):
+        assert n_rows == X.shape[0] - n_check and tried[step] == n_check
+        assert solver["C"] == pytest.approx(0.35 * 4 ** step)
+        assert solver["max_epochs"] == _linear_leaves.CHECK_MAX_EPOCHS
+    # The model's classifiers: all the rows, the C chosen, a full solve.
+    assert final[0] == X.shape[0] and final[1]["C"] == pytest.approx(chosen)
+    assert final[1]["max_epochs"] == _linear_leaves.MAX_EPOCHS
+
+
+def test_auto_C_that_keeps_the_base_fits_the_base_model_bit_for_bit(problem, monkeypatch):
+    X, Y, X_test, _ = problem
+    spy_on_choose_C(monkeypatch, (0.0, -0.1))
+    auto = LdSM(**{**LINEAR, "C": "auto"}).fit(X, Y)
+    base = LdSM(**{**LINEAR, "C": _linear_leaves.BASE_C}).fit(X, Y)
+    assert (auto.label_weights_ != base.label_weights_).nnz == 0
+    assert np.array_equal(auto.label_bias_, base.label_bias_)
+    for a, b in zip(auto.predict(X_test), base.predict(X_test)):
+        assert np.array_equal(a, b)
+
+
+def test_auto_C_keeps_the_base_without_enough_rows_to_judge(problem, monkeypatch):
+    X, Y, _, _ = problem
+    assert int(_linear_leaves.C_CHECK_SHARE * X.shape[0]) < _linear_leaves.C_CHECK_MIN_ROWS
+    solved_with = []
+    real_solve = _linear_leaves._solve
+
+    def solve(X, indptr, examples, targets, solver, verbose, **title):
+        solved_with.append(solver["C"])
+        return real_solve(X, indptr, examples, targets, solver, verbose, **title)
+    monkeypatch.setattr(_linear_leaves, "_solve", solve)
+    model = LdSM(**{**LINEAR, "C": "auto"}).fit(X, Y)
+    assert model.resolved_params_["C"] == _linear_leaves.BASE_C
+    assert solved_with == [_linear_leaves.BASE_C]
+
+
+def test_auto_C_fits_alike_on_any_threads_and_survives_save_and_load(problem, monkeypatch,
+                                                                     tmp_path):
+    X, Y, X_test, _ = problem
+    monkeypatch.setattr(_linear_leaves, "C_CHECK_MIN_ROWS", 10)
+    one = LdSM(**{**LINEAR, "C": "auto"}, n_jobs=1).fit(X, Y)
+    two = LdSM(**{**LINEAR, "C": "auto"}, n_jobs=2).fit(X, Y)
+    assert isinstance(one.resolved_params_["C"], float)
+    assert (one.label_weights_ != two.label_weights_).nnz == 0
+    one.save(tmp_path / "model.npz")
+    loaded = LdSM.load(tmp_path / "model.npz")
+    assert loaded.resolved_params_["C"] == one.resolved_params_["C"]
+    for a, b in zip(loaded.predict(X_test), one.predict(X_test)):
+        assert np.array_equal(a, b)
+
+
+def test_auto_C_shows_each_check_while_fitting(problem, monkeypatch, capsys):
+    X, Y, _, _ = problem
+    monkeypatch.setattr(_linear_leaves, "C_CHECK_MIN_ROWS", 10)
+    LdSM(**{**LINEAR, "C": "auto"}, verbose=True).fit(X, Y)
+    progress = capsys.readouterr().err
+    assert "checking C=0.35" in progress and "checking C=1.4" in progress
+
+
+def test_a_gain_counts_when_it_clears_two_standard_errors():
+    rng = np.random.default_rng(0)
+    baseline = rng.random(400)
+    noise = rng.normal(0, 0.1, 400)
+    error = noise.std(ddof=1) / 20
+    assert _linear_leaves._clearly_better(baseline + noise - noise.mean() + 2.5 * error, baseline)
+    assert not _linear_leaves._clearly_better(baseline + noise - noise.mean() + 1.5 * error,
+                                              baseline)
+
+
 def test_linear_leaves_and_scaling_survive_save_and_load(problem, fitted, tmp_path):
     _, _, X_test, _ = problem
     fitted.save(tmp_path / "model.npz")
@@ -332,7 +436,7 @@ def test_merge_refuses_linear_leaves(fitted):
 
 
 @pytest.mark.parametrize("name, value", [
-    ("leaf_model", "forest"), ("C", 0.0), ("C", float("inf")), ("n_candidates", 0),
+    ("leaf_model", "forest"), ("C", 0.0), ("C", float("inf")), ("C", "best"), ("n_candidates", 0),
     ("n_candidates", 2.5), ("n_candidates", 2**31), ("histogram_weight", -0.1),
     ("histogram_weight", 1.5), ("histogram_weight", "wide"), ("histogram_weight", None),
     ("feature_scaling", "idf"),

@@ -19,6 +19,7 @@ from xmltree.metrics import (
     recall_at_k,
     top_k,
 )
+from xmltree.metrics._metrics import ndcg_by_row
 
 # k = 33 and 70 exceed the depth up to which rankings are built by repeated
 # maxima, so both selection strategies are compared with the reference;
@@ -194,6 +195,17 @@ def test_sparse_scores_with_a_billion_labels_are_never_densified():
 
 
 # --------------------------------------------------------------------- metrics
+
+
+@pytest.mark.parametrize("k", [1, 5, 70])
+def test_ndcg_by_row_matches_the_reference_row_by_row(problem, k):
+    rankings = ranking_array(problem["row_dicts"], max(1, k - 2))  # narrower: padded
+    rows = ndcg_by_row(sp.csr_matrix(problem["Y"]), rankings, k)
+    for i, (truth, ranking) in enumerate(zip(problem["true_sets"], rankings)):
+        # A row without true labels scores 0 (the reference's coverage needs one).
+        expected = reference_metrics([truth], [ranking.tolist()], k)[f"nDCG@{k}"] if truth else 0
+        assert rows[i] == pytest.approx(expected)
+    assert rows.mean() == pytest.approx(ndcg_at_k(problem["Y"], rankings, k))
 
 
 @pytest.mark.parametrize("k", KS)

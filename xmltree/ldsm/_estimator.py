@@ -141,10 +141,17 @@ class LdSM(TopKEstimator):
         regulariser's pull on rare labels does not rank them too low), and
         the other labels get no score. Training and prediction cost per
         example grow with ``n_candidates``, not with the number of labels.
-    C : float, default=0.35
+    C : float or "auto", default=0.35
         Weight of the classifiers' squared hinge loss against their L2
         regulariser ("linear" leaves), > 0; larger fits the training data
-        more closely.
+        more closely. "auto" chooses it from the data: starting at 0.35, C is
+        multiplied by 4 (twice at most) while that ranks a random tenth of
+        the training rows (at most 5000), set aside while the classifiers
+        train, better by more than two standard errors of nDCG@5; the
+        classifiers are then trained on all the rows with the C chosen, which
+        ``resolved_params_`` shows. It pays where labels follow the features
+        with little noise, and costs two or three quick extra solves and
+        predictions at fit (``benchmarks/README.md``, "Choosing C at fit").
     n_candidates : int or "auto", default="auto"
         Labels per example that linear leaves re-score at prediction, and
         that make up the label neighbourhoods at training (the best 500 of

@@ -73,12 +73,13 @@ class FittedLdSM:
                    n_features, n_labels)
 
     def with_leaves(self, leaves) -> FittedLdSM:
-        """This state with `leaves` installed in its forest.
+        """This state with `leaves` installed in its forest, and the settings they resolved.
 
         For a state no prediction can see yet: the forest is changed in place.
         """
-        leaves.install(self.forest, self.settings)
-        return dataclasses.replace(self, leaves=leaves)
+        settings = {**self.settings, **getattr(leaves, "resolved", {})}
+        leaves.install(self.forest, settings)
+        return dataclasses.replace(self, leaves=leaves, settings=settings)
 
     @property
     def n_nodes(self) -> np.ndarray:

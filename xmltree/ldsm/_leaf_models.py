@@ -15,6 +15,10 @@ is a component of the model file of its own:
     Its part of the model file: JSON-able settings and arrays whose names
     start with ``ARRAY_PREFIX``; ``from_state`` checks everything it reads
     before any kernel sees it, raising ``ModelFormatError``.
+``resolved`` (optional)
+    A dict of the hyper-parameters its ``fit`` resolved (say, ``C="auto"``
+    to the C chosen), which the fitted model's settings then hold; absent
+    or empty when it resolves nothing.
 ``RESCORES_CANDIDATES``
     Whether it re-scores a few candidate labels per example (then the leaves
     need only keep their most frequent labels; see

@@ -29,18 +29,23 @@ one).
 
 from __future__ import annotations
 
+import logging
+
 import joblib
 import numpy as np
 import scipy.sparse as sp
 
 from .._fit_progress import progress_bar
-from .._validation import check_csr_structure, kernel_csr
+from .._validation import check_csr_structure, kernel_csr, take_rows
 from ..exceptions import DataFormatError, ModelFormatError
+from ..metrics._metrics import ndcg_by_row
 from ._label_models import train_label_models
 from ._neighbourhoods import list_neighbourhoods
 
 __all__ = ["LinearLeaves", "MARGIN_SCALE", "LOGIT_ADJUSTMENT", "LINEAR_LEAF_ARRAYS",
-           "fit_linear_leaves", "logit_adjustment", "check_linear_leaves"]
+           "fit_linear_leaves", "choose_C", "logit_adjustment", "check_linear_leaves"]
+
+logger = logging.getLogger(__name__)
 
 #: Slope of the sigmoid that turns a classifier margin into a score: the
 #: squared-hinge classifiers aim at margins of +-1, which this maps to
@@ -78,6 +83,37 @@ LOGIT_ADJUSTMENT = 0.05
 #: occurrences) training pairs, next to the n_candidates x n_samples of the
 #: neighbourhoods.
 RANDOM_NEGATIVES = 4
+
+#: ``C="auto"``: the C it starts from (the default, the best single value
+#: on held-out rows of the real development sets), the factor between the
+#: values it tries, and the most steps up it takes. A larger C lets the
+#: classifiers fit their training rows more closely, which pays where
+#: labels follow the features with little noise (the synthetic shapes) and
+#: costs precision on noisy real data ("Choosing C at fit" in the
+#: benchmarks' lab notebook).
+BASE_C = 0.35
+C_STEP = 4.0
+MAX_C_STEPS = 2
+
+#: Training rows ``C="auto"`` sets aside to judge each C: this share of
+#: them, at most ``C_CHECK_MAX_ROWS`` (enough to tell a gain of a point of
+#: nDCG@5 from noise), and none below ``C_CHECK_MIN_ROWS`` (then BASE_C).
+C_CHECK_SHARE = 0.1
+C_CHECK_MAX_ROWS = 5000
+C_CHECK_MIN_ROWS = 100
+
+#: A larger C is taken only when it raises the set-aside rows' mean nDCG@5
+#: by more than this many standard errors of the rows' gains: on noise,
+#: ``BASE_C`` stays.
+C_CHECK_STANDARD_ERRORS = 2.0
+
+#: Depth of the nDCG that judges each C: what users read (P@1 to P@5).
+CHECK_DEPTH = 5
+
+#: Passes of the solver for the classifiers that judge a C: the check needs
+#: the direction of the gain, not converged classifiers, and three passes
+#: cost a third to a half of a full solve.
+CHECK_MAX_EPOCHS = 3
 
 #: Stored classifier weights need at least this magnitude, so that the model
 #: stays O(useful weights), as Parabel's (which drops weights below 0.1; a
@@ -122,21 +158,22 @@ class LinearLeaves:
     # Each classifier is trained on the neighbourhoods of all the trees.
     MERGEABLE = False
 
-    def __init__(self, weights: sp.csr_matrix, bias: np.ndarray):
+    def __init__(self, weights: sp.csr_matrix, bias: np.ndarray, resolved: dict | None = None):
         self.weights = weights
         self.bias = bias
+        self.resolved = {} if resolved is None else resolved
 
     @classmethod
     def fit(cls, forest, X, Y, settings: dict, seed: int, n_threads: int) -> LinearLeaves:
         """Train every label's classifier on its neighbourhood in `forest`."""
-        weights, bias = fit_linear_leaves(forest, X, Y, C=settings["C"],
-                                          n_candidates=settings["n_candidates"], seed=seed,
-                                          n_threads=n_threads, verbose=settings["verbose"])
+        weights, bias, C = fit_linear_leaves(forest, X, Y, C=settings["C"],
+                                             n_candidates=settings["n_candidates"], seed=seed,
+                                             n_threads=n_threads, verbose=settings["verbose"])
         # A fit must not make a model its loader refuses.
         if not (np.all(np.isfinite(weights.data)) and np.all(np.isfinite(bias))):
             raise ValueError(f"the label classifiers diverged (non-finite weights) with "
-                             f"C={settings['C']!r}; use a larger C")
-        return cls(weights, bias)
+                             f"C={C!r}; use a larger C")
+        return cls(weights, bias, resolved={"C": C})
 
     def install(self, forest, settings: dict) -> None:
         """Make `forest` re-score its ``n_candidates`` best labels with the classifiers."""
@@ -156,7 +193,7 @@ class LinearLeaves:
         return cls(*check_linear_leaves(arrays, n_features, n_labels))
 
 
-def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float,
+def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float | str,
                       n_candidates: int, seed: int, n_threads: int, verbose: bool = False):
     """Train every label's classifier on its neighbourhood in ``forest``.
 
@@ -166,8 +203,9 @@ def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float,
         The trees, still scoring with histograms only.
     X, Y : scipy.sparse.csr_matrix
         The checked (and scaled) training rows and their labels.
-    C : float
-        Weight of the squared hinge loss against the L2 regulariser.
+    C : float or "auto"
+        Weight of the squared hinge loss against the L2 regulariser;
+        "auto": chosen by :func:`choose_C`.
     n_candidates : int
         Labels per example that prediction re-scores: an example joins the
         neighbourhoods of its best ``min(n_candidates, TRAINING_CANDIDATES)``
@@ -186,24 +224,103 @@ def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float,
     weights : scipy.sparse.csr_matrix of float32, shape (n_labels, n_features)
     bias : numpy.ndarray of float32, shape (n_labels,)
         Logit-adjusted (see the module notes).
+    C : float
+        The C they were trained with (`C` itself unless "auto").
     """
+    candidates = _candidates(forest, X, min(n_candidates, TRAINING_CANDIDATES), n_threads,
+                             verbose)
+    solver = {"max_epochs": MAX_EPOCHS, "tolerance": TOLERANCE,
+              "weight_threshold": WEIGHT_THRESHOLD, "seed": seed, "n_threads": n_threads}
+    if C == "auto":
+        C = choose_C(forest, X, Y, candidates, n_candidates, solver, verbose)
     # The candidates are dropped as soon as the neighbourhoods are listed:
     # rows x (training candidates) labels that the classifiers do not need.
-    indptr, examples, targets = neighbourhoods(
-        _candidates(forest, X, min(n_candidates, TRAINING_CANDIDATES), n_threads, verbose), Y,
-        random_negatives=RANDOM_NEGATIVES, seed=seed)
-    solver = {"C": C, "max_epochs": MAX_EPOCHS, "tolerance": TOLERANCE,
-              "weight_threshold": WEIGHT_THRESHOLD, "seed": seed, "n_threads": n_threads}
+    problem = neighbourhoods(candidates, Y, random_negatives=RANDOM_NEGATIVES, seed=seed)
+    del candidates
+    weights, bias = _solve(X, *problem, {**solver, "C": C}, verbose)
+    return weights, bias + logit_adjustment(Y), C
+
+
+def choose_C(forest, X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray,
+             n_candidates: int, solver: dict, verbose: bool = False) -> float:
+    """The C that ``C="auto"`` resolves to, judged on training rows set aside.
+
+    The classifiers are trained without a random slice of the training rows
+    (``C_CHECK_SHARE`` of them, at most ``C_CHECK_MAX_ROWS``), at ``BASE_C``
+    and then at ``C_STEP`` times the last C, up to ``MAX_C_STEPS`` times;
+    each ranks the slice's candidates alone (no histograms: the trees saw
+    those rows), and a step is taken while it raises their mean nDCG@5 by
+    more than ``C_CHECK_STANDARD_ERRORS`` standard errors of the per-row gain.
+
+    Parameters
+    ----------
+    forest : xmltree.ldsm._forest.Forest
+        The trees. They are left scoring with the last classifiers tried:
+        install the final ones afterwards.
+    X, Y : scipy.sparse.csr_matrix
+        The checked (and scaled) training rows and their labels.
+    candidates : numpy.ndarray of int32, shape (n_samples, n_training_candidates)
+        The training rows' best labels in the forest.
+    n_candidates : int
+        Labels per example that prediction re-scores.
+    solver : dict
+        ``train_label_models``' settings but C.
+    verbose : bool, default=False
+        Show the solver's progress bars.
+
+    Returns
+    -------
+    float
+    """
+    n_samples = X.shape[0]
+    n_check = min(C_CHECK_MAX_ROWS, int(C_CHECK_SHARE * n_samples))
+    if n_check < C_CHECK_MIN_ROWS:
+        return BASE_C
+    rng = np.random.default_rng(solver["seed"])
+    held = np.zeros(n_samples, dtype=bool)
+    held[rng.choice(n_samples, n_check, replace=False)] = True
+    kept = np.flatnonzero(~held)
+    X_fit, Y_fit = take_rows(X, kept), take_rows(Y, kept)
+    X_check, Y_check = take_rows(X, np.flatnonzero(held)), take_rows(Y, np.flatnonzero(held))
+    problem = neighbourhoods(candidates[kept], Y_fit, random_negatives=RANDOM_NEGATIVES,
+                             seed=solver["seed"])
+    adjustment = logit_adjustment(Y_fit)
+    chosen, chosen_ndcg = None, None
+    for step in range(MAX_C_STEPS + 1):
+        C = BASE_C * C_STEP ** step
+        weights, bias = _solve(X_fit, *problem,
+                               {**solver, "C": C, "max_epochs": CHECK_MAX_EPOCHS}, verbose,
+                               title=f"LdSM label classifiers, checking C={C:g}")
+        forest.use_label_models(weights, bias + adjustment, n_candidates=n_candidates,
+                                histogram_weight=0.0, margin_scale=MARGIN_SCALE)
+        ranked = forest.predict_top_k(X_check, CHECK_DEPTH, solver["n_threads"],
+                                      check_input=False)[0]
+        ndcg = ndcg_by_row(Y_check, ranked, CHECK_DEPTH)
+        if chosen is not None and not _clearly_better(ndcg, chosen_ndcg):
+            break
+        chosen, chosen_ndcg = C, ndcg
+    logger.info("C='auto' chose C=%g on %d training rows set aside", chosen, n_check)
+    return chosen
+
+
+def _clearly_better(scores: np.ndarray, baseline: np.ndarray) -> bool:
+    """Whether the rows' mean score beats the baseline's beyond noise."""
+    gain = scores - baseline
+    error = gain.std(ddof=1) / np.sqrt(gain.size)
+    return bool(gain.mean() > C_CHECK_STANDARD_ERRORS * error)
+
+
+def _solve(X, indptr, examples, targets, solver: dict, verbose: bool,
+           title: str = "LdSM label classifiers"):
+    """Every label's classifier, in one call or as blocks of the active joblib backend
+    (``title`` names their progress bar)."""
     backend, n_jobs = joblib.parallel.get_active_backend(prefer="threads")
     local = getattr(backend, "uses_threads", False)
     if local and not verbose:
-        weights, bias = train_label_models(X, indptr, examples, targets, **solver)
-    else:
-        n_blocks = (PROGRESS_BLOCKS if local
-                    else LABEL_BLOCKS_PER_JOB * max(1, joblib.effective_n_jobs(n_jobs)))
-        weights, bias = _train_in_blocks(X, indptr, examples, targets, solver, n_blocks,
-                                         verbose)
-    return weights, bias + logit_adjustment(Y)
+        return train_label_models(X, indptr, examples, targets, **solver)
+    n_blocks = (PROGRESS_BLOCKS if local
+                else LABEL_BLOCKS_PER_JOB * max(1, joblib.effective_n_jobs(n_jobs)))
+    return _train_in_blocks(X, indptr, examples, targets, solver, n_blocks, verbose, title)
 
 
 def logit_adjustment(Y: sp.csr_matrix) -> np.ndarray:
@@ -251,7 +368,7 @@ def _candidates(forest, X: sp.csr_matrix, n_candidates: int, n_threads: int,
 
 
 def _train_in_blocks(X, indptr, examples, targets, solver: dict, n_blocks: int,
-                     verbose: bool = False):
+                     verbose: bool = False, title: str = "LdSM label classifiers"):
     """The classifiers in blocks of consecutive labels, as tasks of the active joblib backend.
 
     Under a backend that is not threads (a Dask cluster, say) each block is a
@@ -267,7 +384,7 @@ def _train_in_blocks(X, indptr, examples, targets, solver: dict, n_blocks: int,
         jobs.append(joblib.delayed(train_label_models)(
             X, indptr[first:last + 1] - start, examples[start:stop], targets[start:stop],
             **solver, first_label=int(first)))
-    bar = progress_bar(n_labels, "LdSM label classifiers", "label", verbose)
+    bar = progress_bar(n_labels, title, "label", verbose)
     blocks = []
     try:
         for block in joblib.Parallel(return_as="generator")(jobs):

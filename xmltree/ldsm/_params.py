@@ -49,8 +49,9 @@ LDSM_PARAMS = (
     Param("leaf_model", "choice", choices=LEAF_MODELS,
           help="what scores the candidates: label classifiers blended with the leaf "
           "histograms (linear) or the histograms alone"),
-    Param("C", "real", 0.0, strict=True,
-          help="loss weight of the label classifiers (inverse regularisation)"),
+    Param("C", "real", 0.0, strict=True, words=AUTO,
+          help="loss weight of the label classifiers (inverse regularisation; auto: "
+          "chosen on training rows set aside)"),
     Param("n_candidates", "int", 1, MAX_INDEX, words=AUTO,
           help="labels per example the label classifiers re-score (auto: 1000 with the "
           "wider descent, else 200)"),

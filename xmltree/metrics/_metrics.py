@@ -304,12 +304,37 @@ def _mean_cut_sum(gains: np.ndarray, k: int) -> float:
 
 def _mean_ndcg(gains: np.ndarray, n_true: np.ndarray, k: int) -> float:
     """Mean over rows of DCG@k divided by the count-based ideal DCG."""
+    return float(np.mean(_row_ndcg(gains, n_true, k)))
+
+
+def _row_ndcg(gains: np.ndarray, n_true: np.ndarray, k: int) -> np.ndarray:
+    """Each row's DCG@k divided by its count-based ideal DCG."""
     discounts = 1.0 / np.log2(np.arange(2, k + 2))
     dcg = gains[:, :k] @ discounts
     # ideal[c] is the ideal DCG of a row with c true labels (c <= k); rows
     # without true labels have DCG 0, and dividing by 1 keeps them at 0.
     ideal = np.concatenate(([1.0], np.cumsum(discounts)))
-    return float(np.mean(dcg / ideal[np.minimum(n_true, k)]))
+    return dcg / ideal[np.minimum(n_true, k)]
+
+
+def ndcg_by_row(Y: sp.csr_matrix, labels: np.ndarray, k: int) -> np.ndarray:
+    """nDCG@k of every row, for callers whose inputs are checked already.
+
+    Parameters
+    ----------
+    Y : scipy.sparse.csr_matrix of shape (n_samples, n_labels)
+        True labels, canonical (sorted indices, no duplicates).
+    labels : numpy.ndarray of int, shape (n_samples, >= k)
+        Each row's ranked labels, best first, -1 padded.
+    k : int
+        Depth, >= 1.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n_samples,)
+    """
+    labels = _pad_ranking(labels, k)
+    return _row_ndcg(_find_hits(Y, labels).astype(np.float64), np.diff(Y.indptr), k)
 
 
 def _precision(judged: _Judgement, k: int) -> float:
