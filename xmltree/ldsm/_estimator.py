@@ -150,8 +150,10 @@ class LdSM(TopKEstimator):
         train, better by more than two standard errors of nDCG@5; the
         classifiers are then trained on all the rows with the C chosen, which
         ``resolved_params_`` shows. It pays where labels follow the features
-        with little noise, and costs two or three quick extra solves and
-        predictions at fit (``benchmarks/README.md``, "Choosing C at fit").
+        with little noise; it costs up to three extra solves (of three passes
+        each) and predictions of the set-aside rows at fit, and a larger C
+        keeps more weights, which slows prediction (``benchmarks/README.md``,
+        "Choosing C at fit").
     n_candidates : int or "auto", default="auto"
         Labels per example that linear leaves re-score at prediction, and
         that make up the label neighbourhoods at training (the best 500 of
