@@ -111,9 +111,12 @@ C_CHECK_STANDARD_ERRORS = 2.0
 CHECK_DEPTH = 5
 
 #: Passes of the solver for the classifiers that judge a C: the check needs
-#: the direction of the gain, not converged classifiers, and three passes
-#: cost a third to a half of a full solve.
+#: the direction of the gain, not converged classifiers, and a few passes
+#: cost a fraction of a full solve.
 CHECK_MAX_EPOCHS = 3
+
+#: Title of the label classifiers' progress bar.
+LABELS_BAR = "LdSM label classifiers"
 
 #: Stored classifier weights need at least this magnitude, so that the model
 #: stays O(useful weights), as Parabel's (which drops weights below 0.1; a
@@ -279,9 +282,9 @@ def choose_C(forest, X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray,
     rng = np.random.default_rng(solver["seed"])
     held = np.zeros(n_samples, dtype=bool)
     held[rng.choice(n_samples, n_check, replace=False)] = True
-    kept = np.flatnonzero(~held)
+    kept, checked = np.flatnonzero(~held), np.flatnonzero(held)
     X_fit, Y_fit = take_rows(X, kept), take_rows(Y, kept)
-    X_check, Y_check = take_rows(X, np.flatnonzero(held)), take_rows(Y, np.flatnonzero(held))
+    X_check, Y_check = take_rows(X, checked), take_rows(Y, checked)
     problem = neighbourhoods(candidates[kept], Y_fit, random_negatives=RANDOM_NEGATIVES,
                              seed=solver["seed"])
     adjustment = logit_adjustment(Y_fit)
@@ -290,7 +293,7 @@ def choose_C(forest, X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray,
         C = BASE_C * C_STEP ** step
         weights, bias = _solve(X_fit, *problem,
                                {**solver, "C": C, "max_epochs": CHECK_MAX_EPOCHS}, verbose,
-                               title=f"LdSM label classifiers, checking C={C:g}")
+                               title=f"{LABELS_BAR}, checking C={C:g}")
         forest.use_label_models(weights, bias + adjustment, n_candidates=n_candidates,
                                 histogram_weight=0.0, margin_scale=MARGIN_SCALE)
         ranked = forest.predict_top_k(X_check, CHECK_DEPTH, solver["n_threads"],
@@ -311,7 +314,7 @@ def _clearly_better(scores: np.ndarray, baseline: np.ndarray) -> bool:
 
 
 def _solve(X, indptr, examples, targets, solver: dict, verbose: bool,
-           title: str = "LdSM label classifiers"):
+           title: str = LABELS_BAR):
     """Every label's classifier, in one call or as blocks of the active joblib backend
     (``title`` names their progress bar)."""
     backend, n_jobs = joblib.parallel.get_active_backend(prefer="threads")
@@ -368,7 +371,7 @@ def _candidates(forest, X: sp.csr_matrix, n_candidates: int, n_threads: int,
 
 
 def _train_in_blocks(X, indptr, examples, targets, solver: dict, n_blocks: int,
-                     verbose: bool = False, title: str = "LdSM label classifiers"):
+                     verbose: bool = False, title: str = LABELS_BAR):
     """The classifiers in blocks of consecutive labels, as tasks of the active joblib backend.
 
     Under a backend that is not threads (a Dask cluster, say) each block is a
