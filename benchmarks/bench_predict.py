@@ -9,6 +9,7 @@ Examples
 --------
     python benchmarks/bench_predict.py              # delicious + bibtex, 10 and 50 trees
     python benchmarks/bench_predict.py --datasets delicious --n-trees 50 --threads 2
+    python benchmarks/bench_predict.py --datasets debtags amazon670k-shape@0.1 --n-trees 10
     python benchmarks/bench_predict.py --json predict.json --dump-dir outputs/
     python benchmarks/bench_predict.py --datasets bibtex --n-trees 50 --max-nodes 2000 \
         --leaf-scores frequency --leaf-aggregation sum
@@ -31,10 +32,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import DEFAULT_DATA_HOME, write_json
+from _common import DEFAULT_DATA_HOME, load_benchmark_data, write_json
 
 import xmltree
-from xmltree.datasets import load_dataset
 from xmltree.ldsm import merge
 
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "xmltree-bench-predict"
@@ -96,7 +96,7 @@ def main():
               if getattr(args, option) is not None}
     print(f"{'dataset':<10} {'trees':>5} {'threads':>7} {'ms/example':>10} ({args.clock})")
     for name in args.datasets:
-        (X_train, Y_train), (X_test, _) = load_dataset(name, args.data_home, subset="both")
+        X_train, Y_train, X_test, _ = load_benchmark_data(args.data_home, name)
         for n_trees in args.n_trees:
             model = cached_model(args.cache, name, n_trees, X_train, Y_train, params)
             if args.leaf_aggregation is not None:

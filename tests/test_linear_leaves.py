@@ -7,12 +7,14 @@ import pytest
 import scipy.sparse as sp
 from label_models_reference import train_label_models as reference_train
 from test_persistence import rewrite_meta
+from test_tree import random_features, random_flat_tree
 
 from xmltree import LdSM
 from xmltree._validation import check_features
 from xmltree.datasets import make_synthetic
 from xmltree.exceptions import ModelFormatError
 from xmltree.ldsm import _linear_leaves, merge
+from xmltree.ldsm._forest import Forest
 from xmltree.ldsm._label_models import train_label_models
 from xmltree.ldsm._linear_leaves import (
     LOGIT_ADJUSTMENT,
@@ -204,6 +206,51 @@ def test_linear_leaves_predict_the_reference_blend(problem, fitted):
     distinct = np.abs(np.diff(scores, axis=1)) > 1e-6
     agree = labels == expected_labels
     assert agree[:, 0].mean() > 0.99 and np.all(agree[:, :-1] | ~distinct)
+
+
+def forest_blend(forest, X, weights, bias, n_candidates, histogram_weight):
+    """Every row's blended scores, computed with NumPy from `forest`'s histograms (dense)."""
+    hist = forest.predict_scores(X).toarray().astype(np.float64)
+    margins = (X @ weights.T).toarray() + bias
+    blended = np.zeros_like(hist)
+    for i in range(X.shape[0]):
+        seen = np.flatnonzero(hist[i])
+        candidates = seen[np.lexsort((seen, -hist[i, seen]))][:n_candidates]
+        blended[i, candidates] = (1 / (1 + np.exp(-MARGIN_SCALE * margins[i, candidates]))) ** (
+            1 - histogram_weight) * hist[i, candidates] ** histogram_weight
+    return blended
+
+
+@pytest.mark.parametrize("by_feature", [True, False])
+def test_margins_read_by_feature_or_by_label_give_the_reference_blend(by_feature):
+    # The forest reads the candidates' margins through whichever layout of
+    # the weights holds fewer of them for the row: few labels with many
+    # weights (by feature), or many features and short classifiers (by label).
+    rng = np.random.default_rng(3)
+    n_features, n_labels = 40, 30
+    trees = [random_flat_tree(rng, arity=2, n_features=n_features, n_labels=n_labels,
+                              max_nodes=30, max_leaf_labels=n_labels) for _ in range(3)]
+    forest = Forest(trees, arity=2, n_features=n_features, n_labels=n_labels,
+                    routing="margin")
+    density, n_candidates = (0.8, 30) if by_feature else (0.02, 2)
+    weights = sp.random(n_labels, n_features, density=density, format="csr", dtype=np.float32,
+                        random_state=np.random.RandomState(4))
+    weights.data -= 0.5
+    weights.indptr = weights.indptr.astype(np.int64)
+    bias = rng.normal(size=n_labels).astype(np.float32)
+    X = random_features(rng, 200, n_features, density=0.2 if by_feature else 0.9)
+    expected = forest_blend(forest, X, weights, bias, n_candidates, 0.3)
+    forest.use_label_models(weights, bias, n_candidates=n_candidates, histogram_weight=0.3,
+                            margin_scale=MARGIN_SCALE)
+    # The layout each row reads: its candidates' weights against its features'.
+    candidates = expected > 0
+    in_candidates = candidates.astype(np.int64) @ np.diff(weights.indptr)
+    in_features = (X != 0).astype(np.int64) @ np.bincount(weights.indices,
+                                                          minlength=n_features)
+    assert np.mean((in_features < in_candidates) == by_feature) > 0.9
+    for n_threads in (1, 2):
+        np.testing.assert_allclose(forest.predict_scores(X, n_threads).toarray(), expected,
+                                   rtol=1e-5, atol=0)
 
 
 def test_linear_scores_are_probability_like_and_limited_to_the_candidates(problem, fitted):

@@ -34,6 +34,8 @@ cdef class Forest:
     cdef readonly object label_ids       # their FeatureIds
     cdef readonly object label_values    # float32 weights of the label classifiers
     cdef readonly object label_bias      # float32 (n_labels,)
+    cdef readonly object label_columns   # the classifiers' weights by feature id:
+                                         # (indptr, labels, values), see LabelModelView
     cdef readonly index_t n_candidates   # see ForestArrays.n_candidates
     cdef readonly float64_t histogram_weight  # see ForestArrays.histogram_weight
     cdef readonly float64_t margin_scale      # see ForestArrays.margin_scale

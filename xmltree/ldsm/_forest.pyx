@@ -44,7 +44,7 @@ cdef extern from *:
 from ._descent cimport descend_block
 from ._forest_arrays cimport (MAX_BLOCK_SIZE, SCORE_GROUP, ForestArrays, LeafPair,
                               Scratch)
-from ._label_models cimport label_margin
+from ._label_models cimport LabelModelView, label_margin
 from .._kernels._row_buffer cimport (RowBuffer, allocate_row_buffers, check_row_buffers, free_row_buffers,
                            gather_rows, reserve_pairs)
 from .._kernels._sparse cimport CSRView, csr_view, row_indices, row_nnz, row_values
@@ -249,6 +249,7 @@ cdef class Forest:
         self.label_ids = FeatureIds(weights.indices)
         self.label_values = weights.data
         self.label_bias = bias
+        self.label_columns = _by_feature(weights, self.label_ids)
         # Each thread holds n_candidates slots: never more than there are labels.
         self.n_candidates = min(n_candidates, self.n_labels)
         self.histogram_weight = histogram_weight
@@ -257,10 +258,18 @@ cdef class Forest:
         cdef const index_t[::1] indices = self.label_ids.kernel_indices
         cdef const float32_t[::1] values = self.label_values
         cdef const float32_t[::1] bias_view = self.label_bias
+        cdef const offset_t[::1] column_indptr = self.label_columns[0]
+        cdef const index_t[::1] column_labels = self.label_columns[1]
+        cdef const float32_t[::1] column_values = self.label_columns[2]
         self.arrays.label_models.indptr = &indptr[0]
         self.arrays.label_models.indices = &indices[0] if indices.shape[0] else NULL
         self.arrays.label_models.values = &values[0] if values.shape[0] else NULL
         self.arrays.label_models.bias = &bias_view[0]
+        self.arrays.label_models.column_indptr = &column_indptr[0]
+        self.arrays.label_models.column_labels = (&column_labels[0] if column_labels.shape[0]
+                                                  else NULL)
+        self.arrays.label_models.column_values = (&column_values[0] if column_values.shape[0]
+                                                  else NULL)
         self.arrays.n_label_ids = self.label_ids.width
         self.arrays.n_candidates = self.n_candidates
         self.arrays.histogram_weight = histogram_weight
@@ -373,6 +382,19 @@ cdef class Forest:
         predict_blocks(self, X, n_threads, count_block_leaves,
                        <index_t*>cnp.PyArray_DATA(counts))
         return counts
+
+
+def _by_feature(weights, ids):
+    """The label classifiers' weights feature by feature, in the kernels' ids.
+
+    Returns ``(indptr, labels, values)``: int64 pointers to each of
+    ``ids.width`` features, the int32 labels whose weight for it is stored,
+    increasing, and their float32 weights.
+    """
+    columns = sp.csr_matrix((weights.data, ids.kernel_indices, weights.indptr),
+                            shape=(weights.shape[0], ids.width), copy=False).tocsc()
+    return (columns.indptr.astype(np.int64), columns.indices.astype(np.int32, copy=False),
+            columns.data)
 
 
 # --------------------------------------------------------------------------
@@ -548,7 +570,10 @@ cdef int init_scratch(Scratch* s, const ForestArrays* f, index_t block_size) noe
         s.dense_x = <float32_t*>calloc(<offset_t>f.n_label_ids + 1, sizeof(float32_t))
         s.candidate_labels = <index_t*>malloc(f.n_candidates * sizeof(index_t))
         s.candidate_scores = <float64_t*>malloc(f.n_candidates * sizeof(float64_t))
-        if s.dense_x == NULL or s.candidate_labels == NULL or s.candidate_scores == NULL:
+        s.candidate_slot = <index_t*>calloc(f.n_labels, sizeof(index_t))
+        s.candidate_margins = <float64_t*>malloc(f.n_candidates * sizeof(float64_t))
+        if (s.dense_x == NULL or s.candidate_labels == NULL or s.candidate_scores == NULL
+                or s.candidate_slot == NULL or s.candidate_margins == NULL):
             return -1
     if (s.label_score == NULL or s.label_seen == NULL
             or s.touched == NULL or s.stack == NULL or s.stack_start == NULL
@@ -591,6 +616,8 @@ cdef void free_scratch(Scratch* scratches, int n_threads) noexcept nogil:
         free(scratches[t].dense_x)
         free(scratches[t].candidate_labels)
         free(scratches[t].candidate_scores)
+        free(scratches[t].candidate_slot)
+        free(scratches[t].candidate_margins)
     free(scratches)
 
 
@@ -677,24 +704,41 @@ cdef void list_scored_labels(const ForestArrays* f, Scratch* s) noexcept nogil:
 cdef void rescore_example(const ForestArrays* f, Scratch* s, index_t row) noexcept nogil:
     """Replace the scores of example `row` (just accumulated by
     `score_example`) by the blend of its label classifiers and histograms,
-    for its ``n_candidates`` best labels by histogram score; the others go."""
+    for its ``n_candidates`` best labels by histogram score; the others go.
+
+    The margins are read label by label or feature by feature, whichever
+    holds fewer of the weights: with few labels, or long classifiers, an
+    example's features hold far fewer than its candidates. Both add the
+    same products in the same order (increasing feature id), so the scores
+    are the same to the bit.
+    """
     cdef index_t j, label, size = 0
     cdef index_t nnz = row_nnz(s.rows, row)
     cdef const index_t* features = row_indices(s.rows, row)
     cdef const float32_t* values = row_values(s.rows, row)
+    cdef const LabelModelView* models = &f.label_models
+    cdef offset_t by_label = 0, by_feature = 0
     cdef float64_t margin, log_sigmoid
     for j in range(s.n_touched):
         label = s.touched[j]
         size = offer_top_k(s.candidate_labels, s.candidate_scores, size, f.n_candidates,
                            label, s.label_score[label])
     clear_labels(s)
+    for j in range(size):
+        label = s.candidate_labels[j]
+        by_label += models.indptr[label + 1] - models.indptr[label]
     # A feature at or beyond n_label_ids is in no classifier.
     for j in range(nnz):
         if features[j] < f.n_label_ids:
-            s.dense_x[features[j]] = values[j]
+            by_feature += (models.column_indptr[features[j] + 1]
+                           - models.column_indptr[features[j]])
+    if by_feature < by_label:
+        margins_by_feature(f, s, features, values, nnz, size)
+    else:
+        margins_by_label(f, s, features, values, nnz, size)
     for j in range(size):
         label = s.candidate_labels[j]
-        margin = f.margin_scale * label_margin(&f.label_models, label, s.dense_x)
+        margin = f.margin_scale * s.candidate_margins[j]
         # log(sigmoid(m)), without overflow for large |m|.
         log_sigmoid = -log1p(exp(-margin)) if margin > 0 else margin - log1p(exp(margin))
         s.label_score[label] = exp((1.0 - f.histogram_weight) * log_sigmoid
@@ -702,9 +746,47 @@ cdef void rescore_example(const ForestArrays* f, Scratch* s, index_t row) noexce
         s.label_seen[label] = 1
         s.touched[j] = label
     s.n_touched = size
+
+
+cdef void margins_by_label(const ForestArrays* f, Scratch* s, const index_t* features,
+                           const float32_t* values, index_t nnz, index_t size) noexcept nogil:
+    """Write the margins of the `size` candidates, reading each one's classifier
+    against the example spread out in ``s.dense_x``."""
+    cdef index_t j
+    for j in range(nnz):
+        if features[j] < f.n_label_ids:
+            s.dense_x[features[j]] = values[j]
+    for j in range(size):
+        s.candidate_margins[j] = label_margin(&f.label_models, s.candidate_labels[j],
+                                              s.dense_x)
     for j in range(nnz):
         if features[j] < f.n_label_ids:
             s.dense_x[features[j]] = 0.0
+
+
+cdef void margins_by_feature(const ForestArrays* f, Scratch* s, const index_t* features,
+                             const float32_t* values, index_t nnz,
+                             index_t size) noexcept nogil:
+    """Write the margins of the `size` candidates, reading the weights of each
+    of the example's features and keeping the candidates' (``s.candidate_slot``)."""
+    cdef const LabelModelView* models = &f.label_models
+    cdef index_t j, feature, slot
+    cdef offset_t p
+    cdef float64_t x
+    for j in range(size):
+        s.candidate_slot[s.candidate_labels[j]] = j + 1
+        s.candidate_margins[j] = models.bias[s.candidate_labels[j]]
+    for j in range(nnz):
+        feature = features[j]
+        if feature >= f.n_label_ids:
+            continue
+        x = values[j]
+        for p in range(models.column_indptr[feature], models.column_indptr[feature + 1]):
+            slot = s.candidate_slot[models.column_labels[p]]
+            if slot:
+                s.candidate_margins[slot - 1] += <float64_t>models.column_values[p] * x
+    for j in range(size):
+        s.candidate_slot[s.candidate_labels[j]] = 0
 
 
 cdef inline void clear_labels(Scratch* s) noexcept nogil:

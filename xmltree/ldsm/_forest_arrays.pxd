@@ -139,3 +139,7 @@ cdef struct Scratch:
                                  # examples (only with label classifiers)
     index_t* candidate_labels    # (n_candidates,) heap of the labels to re-score
     float64_t* candidate_scores  # (n_candidates,) their histogram scores
+    index_t* candidate_slot      # (n_labels,) 1 + a candidate's position in
+                                 # candidate_labels, 0 for other labels; all 0 between
+                                 # examples (only with label classifiers)
+    float64_t* candidate_margins # (n_candidates,) their classifiers' margins
