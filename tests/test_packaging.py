@@ -48,3 +48,13 @@ def test_version_tells_whether_openmp_is_built_in(capsys):
         main(["--version"])
     expected = "with OpenMP" if _openmp.OPENMP_ENABLED else "without OpenMP"
     assert expected in capsys.readouterr().out
+
+
+def test_importing_the_package_leaves_scipys_optimisers_unloaded():
+    # Only the tail scorers use them, when fitted: every other user of the
+    # package would pay their import time and memory.
+    code = ("import sys, xmltree, xmltree.ldsm, xmltree.rerank; "
+            "print(sorted(m for m in ('scipy.optimize', 'scipy.linalg') if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                            text=True).stdout.strip()
+    assert loaded == "[]"

@@ -26,8 +26,6 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-import scipy.linalg
-import scipy.optimize
 import scipy.sparse as sp
 import scipy.special
 
@@ -445,6 +443,8 @@ class RidgeTailScorer(_LinearTailScorer):
         return 8 * n_columns * (n_columns + n_labels)
 
     def _solve(self, A: sp.csr_matrix, Y: sp.csr_matrix) -> np.ndarray:
+        import scipy.linalg  # only here: see _fit_logistic
+
         gram = (A.T @ A).toarray().astype(np.float64)
         gram[np.diag_indices_from(gram)] += self.penalty
         targets = (A.T @ Y).toarray().astype(np.float64)
@@ -564,6 +564,12 @@ def _fit_logistic(A, Y, coef, frequency, penalty, tol, max_iter) -> tuple[np.nda
 
     Returns the weights (float64, shaped like `coef`) and the iterations run.
     """
+    # Imported when a scorer is fitted, not with the package: SciPy's optimisers
+    # and dense linear algebra take longer to import, and more memory, than the
+    # rest of xmltree, and every LdSM process would pay for them.
+    import scipy.linalg
+    import scipy.optimize
+
     n_rows, n_columns = A.shape
     n_labels = Y.shape[1]
     objective = _LogLoss(A, Y, penalty)
