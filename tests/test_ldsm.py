@@ -890,10 +890,10 @@ def test_a_third_leaf_model_is_one_class_and_one_registry_line(monkeypatch, tmp_
 
 def test_verbose_fits_show_every_phase_and_make_the_same_model(capsys, monkeypatch):
     # Issue #35: at scale the candidates and the label classifiers took half
-    # the fit with nothing shown. Small blocks, so that the bars move here.
+    # the fit with nothing shown. Blocks of one row, so that the bars move here.
     from xmltree.ldsm import _linear_leaves
 
-    monkeypatch.setattr(_linear_leaves, "CANDIDATE_BLOCK_ROWS", 7)
+    monkeypatch.setattr(_linear_leaves, "CANDIDATE_BLOCK_BYTES", 1)
     X, labels, _ = clustered_problem(np.random.default_rng(0), 100)
     linear = {**FAST, "leaf_model": "linear"}
     quiet = LdSM(**linear, random_state=0).fit(X, labels)
