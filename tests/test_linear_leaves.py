@@ -167,6 +167,17 @@ def fitted(problem):
     return LdSM(**LINEAR).fit(X, Y)
 
 
+def blend_row(hist, margins, n_candidates, histogram_weight):
+    """One row's labels of non-zero histogram score, best first (ties to the
+    smaller id), and the blended scores of the first `n_candidates` of them."""
+    seen = np.flatnonzero(hist)
+    ranked = seen[np.lexsort((seen, -hist[seen].astype(np.float64)))]
+    candidates = ranked[:n_candidates]
+    blended = (1 / (1 + np.exp(-MARGIN_SCALE * margins[candidates]))) ** (
+        1 - histogram_weight) * hist[candidates] ** histogram_weight
+    return ranked, blended
+
+
 def reference_blend(model, X, k):
     """Top-k of the blend computed with NumPy from the histogram scores of the
     same trees (an otherwise identical model with histogram leaves), and
@@ -180,14 +191,13 @@ def reference_blend(model, X, k):
     scores = np.zeros((X.shape[0], k))
     clear_cut = np.ones(X.shape[0], dtype=bool)
     for i in range(X.shape[0]):
-        seen = np.flatnonzero(hist[i])
-        order = np.lexsort((seen, -hist[i, seen].astype(np.float64)))
-        ranked = hist[i, seen[order]]
+        ranked, blended = blend_row(hist[i], margins[i], model.n_candidates,
+                                    model.histogram_weight)
+        ranked_scores = hist[i, ranked]
         if ranked.size > model.n_candidates:
-            clear_cut[i] = ranked[model.n_candidates - 1] - ranked[model.n_candidates] > 1e-6
-        candidates = seen[order][:model.n_candidates]
-        blended = (1 / (1 + np.exp(-MARGIN_SCALE * margins[i, candidates]))) ** (
-            1 - model.histogram_weight) * hist[i, candidates] ** model.histogram_weight
+            clear_cut[i] = (ranked_scores[model.n_candidates - 1]
+                            - ranked_scores[model.n_candidates] > 1e-6)
+        candidates = ranked[:model.n_candidates]
         best = np.lexsort((candidates, -blended.astype(np.float32)))[:k]
         labels[i, :best.size], scores[i, :best.size] = candidates[best], blended[best]
     return labels, scores, clear_cut
@@ -214,10 +224,8 @@ def forest_blend(forest, X, weights, bias, n_candidates, histogram_weight):
     margins = (X @ weights.T).toarray() + bias
     blended = np.zeros_like(hist)
     for i in range(X.shape[0]):
-        seen = np.flatnonzero(hist[i])
-        candidates = seen[np.lexsort((seen, -hist[i, seen]))][:n_candidates]
-        blended[i, candidates] = (1 / (1 + np.exp(-MARGIN_SCALE * margins[i, candidates]))) ** (
-            1 - histogram_weight) * hist[i, candidates] ** histogram_weight
+        ranked, row = blend_row(hist[i], margins[i], n_candidates, histogram_weight)
+        blended[i, ranked[:n_candidates]] = row
     return blended
 
 
