@@ -31,7 +31,8 @@ def _full_tree_nodes(n_leaves: int, arity: int) -> int:
 
 @pytest.mark.parametrize("arity", [2, 3])
 def test_node_budget_follows_the_rows_and_the_labels(arity):
-    # ohsumed's shape: 9,750 rows, 23 labels -> 8 leaves a label, not a leaf per 8 rows.
+    # ohsumed's shape: 9,750 rows, 23 labels -> LEAVES_PER_LABEL leaves a label,
+    # not a leaf per 8 rows.
     assert auto_node_budget(9750, arity, 23) == _full_tree_nodes(LEAVES_PER_LABEL * 23, arity)
     # Many labels: the rows decide, as without labels.
     rows_only = _full_tree_nodes(-(-9750 // LEAF_SIZE), arity)

@@ -55,7 +55,7 @@ class LdSM(TopKEstimator):
         Largest number of nodes per tree, >= 1. None adapts the trees to the
         data: enough nodes for leaves of about ``LEAF_SIZE`` (8) training
         examples, ``(M L - 1) / (M - 1)`` nodes for ``L = n_samples / 8``
-        leaves of arity M, at most ``LEAVES_PER_LABEL`` (8) leaves per label
+        leaves of arity M, at most ``LEAVES_PER_LABEL`` (2) leaves per label
         and ``MAX_AUTO_NODES`` (131072) nodes. Small leaves
         make the histograms local (neighbour-like) and the candidate labels
         precise, most of all with many labels (``benchmarks/README.md``).
