@@ -550,7 +550,8 @@ def test_auto_node_budget_shrinks_the_weight_floor(rng, monkeypatch):
     X, labels, _ = clustered_problem(rng, 200)
     settings = dict(n_trees=2, epochs=2, random_state=3, max_weights_per_example=None,
                     max_weights_per_regressor=40, feature_scaling=None)
-    n_nodes = auto_node_budget(X.shape[0], 2)
+    n_labels = 1 + max(max(row) for row in labels)
+    n_nodes = auto_node_budget(X.shape[0], 2, n_labels)
     monkeypatch.setattr(_auto_settings, "FULL_FLOOR_NODES", n_nodes // 4)
     floor = auto_weight_floor(40, n_nodes)
     assert floor < 40
