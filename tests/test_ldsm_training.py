@@ -6,6 +6,8 @@ for its structural invariants and by descending every training example with
 the stored weights in plain Python.
 """
 
+import mmap
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -14,7 +16,7 @@ from ldsm_reference import MIN_PASSES, Xoshiro, nag_step, sgd_step, store_weight
 from xmltree import LdSM
 from xmltree._kernels._optim import _py_nag_step, _py_sgd_step
 from xmltree._kernels._random import _py_draw
-from xmltree.ldsm._builder import _py_train_node, build_tree
+from xmltree.ldsm._builder import OWN_MAPPING_BYTES, _py_train_node, build_tree
 from xmltree.ldsm._tree_arrays import MAX_ARITY
 
 NODE_SETTINGS = dict(epochs=3, lambda1=2.0, lambda2=1.0, learning_rate=0.3)
@@ -432,6 +434,25 @@ def test_build_tree_is_deterministic_and_seed_dependent(rng):
         assert first[key].dtype == again[key].dtype
         assert np.array_equal(first[key], again[key]), key
     assert any(not np.array_equal(first[key], other[key]) for key in first)
+
+
+def own_mapping(array):
+    """Whether `array`'s memory is an anonymous memory mapping of its own."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return isinstance(array.base, memoryview) and isinstance(array.base.obj, mmap.mmap)
+
+
+def test_large_arrays_of_a_grown_tree_are_mappings_of_their_own(rng):
+    # Freed when the forest has copied them: a mapping goes back to the
+    # system, memory of a worker thread's malloc arena mostly does not.
+    X, Y = random_problem(rng, n_samples=1500, n_features=100, n_labels=10, clusters=5)
+    tree = build_tree(X, Y, **dict(TREE_SETTINGS, max_nodes=401))
+    large = {name for name, array in tree.items() if array.nbytes >= OWN_MAPPING_BYTES}
+    assert {"weight_indices", "weight_values"} <= large
+    for name, array in tree.items():
+        assert own_mapping(array) == (name in large and "indptr" not in name), name
+        assert array.flags.writeable and array.flags.c_contiguous
 
 
 @pytest.mark.parametrize("cap", [dict(max_weights=6), dict(weights_per_row=0.1)])

@@ -414,6 +414,25 @@ def test_k_must_be_positive(rng):
         forest.predict_top_k(random_features(rng, 2, 20), 0)
 
 
+def test_labels_are_written_into_the_array_given(rng):
+    forest, _ = make_forest(rng)
+    X = random_features(rng, 7, 20)
+    expected_labels, expected_scores = forest.predict_top_k(X, 35)  # 30 labels: padded
+    assert np.any(expected_labels == -1)
+    out = np.full((9, 35), 123, dtype=np.int32)
+    labels, scores = forest.predict_top_k(X, 35, labels=out[1:8])
+    assert np.shares_memory(labels, out)
+    np.testing.assert_array_equal(out[1:8], expected_labels)
+    np.testing.assert_array_equal(scores, expected_scores)
+    assert np.all(out[[0, 8]] == 123)
+    read_only = np.zeros((7, 35), dtype=np.int32)
+    read_only.flags.writeable = False
+    for wrong in (np.zeros((7, 35), dtype=np.int64), np.zeros((7, 34), dtype=np.int32),
+                  np.zeros((35, 7), dtype=np.int32).T, read_only, [[0] * 35] * 7):
+        with pytest.raises(ValueError, match="labels must be"):
+            forest.predict_top_k(X, 35, labels=wrong)
+
+
 # ----------------------------------------------------------------------
 # Inputs
 # ----------------------------------------------------------------------

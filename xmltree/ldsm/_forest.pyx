@@ -281,7 +281,8 @@ cdef class Forest:
         """Number of trees in the forest."""
         return self.arrays.n_trees
 
-    def predict_top_k(self, X, index_t k, int n_threads=1, bint check_input=True):
+    def predict_top_k(self, X, index_t k, int n_threads=1, bint check_input=True,
+                      labels=None):
         """Return the ``k`` best labels of each example and their scores.
 
         Parameters
@@ -297,6 +298,9 @@ cdef class Forest:
             ``False``: ``X`` is already what ``check_features(X,
             n_features=self.n_features)`` returns and ``k >= 1``; nothing is
             checked again (the estimator's path).
+        labels : numpy.ndarray of int32, shape (n_samples, k), optional
+            A C-contiguous, writeable array to write the labels into (and
+            return) instead of a new one: where the caller keeps them anyway.
 
         Returns
         -------
@@ -306,12 +310,24 @@ cdef class Forest:
             padded with label -1 and score 0.
         scores : numpy.ndarray of float32, shape (n_samples, k)
             Averaged ensemble scores of ``labels``.
+
+        Raises
+        ------
+        ValueError
+            If `labels` is not such an array.
         """
         if check_input:
             if k < 1:
                 raise ValueError(f"k must be >= 1, got {k}")
             X = check_features(X, n_features=self.n_features)
-        labels = np.full((X.shape[0], k), -1, dtype=np.int32)
+        if labels is None:
+            labels = np.empty((X.shape[0], k), dtype=np.int32)
+        elif not (isinstance(labels, np.ndarray) and labels.dtype == np.int32
+                  and labels.shape == (X.shape[0], k) and labels.flags.c_contiguous
+                  and labels.flags.writeable):
+            raise ValueError(f"labels must be a writeable C-contiguous int32 array of shape "
+                             f"{(X.shape[0], k)}")
+        labels.fill(-1)
         scores = np.zeros((X.shape[0], k), dtype=np.float32)
         cdef TopKOutput out
         out.labels = <index_t*>cnp.PyArray_DATA(labels)

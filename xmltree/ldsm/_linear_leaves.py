@@ -131,9 +131,9 @@ LABEL_BLOCKS_PER_JOB = 4
 #: (each on all the threads): the same model, and a bar that moves.
 PROGRESS_BLOCKS = 100
 
-#: Bytes of labels and scores that the training rows' candidates take at a
-#: time, at most: the rows of a block descend the trees together, and the
-#: more rows share each node's weights the faster they descend (the forest's
+#: Bytes of scores that the training rows' candidates take at a time, at
+#: most: the rows of a block descend the trees together, and the more rows
+#: share each node's weights the faster they descend (the forest's
 #: ``MAX_BLOCK_SIZE``); the scores of all the rows at once would take as much
 #: memory again as the candidates, at the peak of the fit ("Candidates in
 #: larger blocks" in the benchmarks' lab notebook).
@@ -355,20 +355,20 @@ def _candidates(forest, X: sp.csr_matrix, n_candidates: int, n_threads: int,
                 verbose: bool) -> np.ndarray:
     """Every training row's best labels in the forest, found in blocks of rows.
 
-    A block holds ``CANDIDATE_BLOCK_BYTES`` of labels and scores at most.
-    Each block's scores go as soon as the block is done, and its labels go
-    straight to their rows of the result.
+    A block's scores take ``CANDIDATE_BLOCK_BYTES`` at most and go as soon
+    as the block is done; its labels are written straight into their rows of
+    the result.
     """
     n_rows = X.shape[0]
     candidates = np.empty((n_rows, n_candidates), dtype=np.int32)
-    block_rows = max(1, CANDIDATE_BLOCK_BYTES // (8 * n_candidates))
+    block_rows = max(1, CANDIDATE_BLOCK_BYTES // (4 * n_candidates))
     bar = progress_bar(n_rows, "LdSM candidates", "row", verbose)
     try:
         for start in range(0, n_rows, block_rows):
             sliced = X[start:start + block_rows]
             rows = kernel_csr(sliced.data, sliced.indices, sliced.indptr, sliced.shape)
-            block = forest.predict_top_k(rows, n_candidates, n_threads, check_input=False)[0]
-            candidates[start:start + block.shape[0]] = block
+            forest.predict_top_k(rows, n_candidates, n_threads, check_input=False,
+                                 labels=candidates[start:start + rows.shape[0]])
             bar.update(rows.shape[0])
     finally:
         bar.close()

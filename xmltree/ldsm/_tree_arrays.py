@@ -286,8 +286,9 @@ MIN_DIRECT_IDS = 2**16
 DIRECT_IDS_PER_WEIGHT = 2
 
 #: Ids counted at a time by ``feature_slots``: np.bincount copies its input
-#: as 64-bit integers.
-COUNT_CHUNK = 2**20
+#: as 64-bit integers, and a copy of several MB, once freed, stays in the
+#: process's heap (glibc) at the peak of the fit; a small one costs no time.
+COUNT_CHUNK = 2**16
 
 
 class FeatureIds:
