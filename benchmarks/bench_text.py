@@ -11,9 +11,10 @@ forked child (``xmltree.benchmark.measure``): P@1/3/5, PSP@5, fit seconds
   ``TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2))`` then omikuji Parabel,
   omikuji Bonsai, napkinXC PLT or PECOS XR-Linear (if ``libpecos`` is installed).
 
-``--pipelines tfidf-ldsm xmltree-histogram-weight-0`` adds two diagnostics: LdSM on the
+``--pipelines tfidf-ldsm xmltree-histogram-weight-0.3`` adds two diagnostics: LdSM on the
 scikit-learn tf-idf features (the learner on the peers' features), and TextClassifier with
-``LdSM(histogram_weight=0.0)``.
+``LdSM(histogram_weight=0.3)`` (the blend that LdSM's own "auto" gives rows of this many
+features, which the text route resolves to 0).
 
 ``--tune`` instead scores vectoriser settings of ``TextClassifier`` on held-out rows of
 the *training* split (never the test split).
@@ -48,7 +49,7 @@ PIPELINES = ("xmltree", "xmltree-cli", "fasttext", "tfidf-parabel", "tfidf-bonsa
 
 #: Pipelines that tell the vectoriser's share of a gap from the learner's (``--pipelines``):
 #: LdSM on scikit-learn's tf-idf features, and TextClassifier with a learner setting changed.
-DIAGNOSTICS = ("tfidf-ldsm", "xmltree-histogram-weight-0")
+DIAGNOSTICS = ("tfidf-ldsm", "xmltree-histogram-weight-0.3")
 
 #: fastText's multi-label tutorial ("-loss ova" section), on 2 threads.
 FASTTEXT_SETTINGS = {"loss": "ova", "lr": 0.5, "epoch": 25, "wordNgrams": 2, "bucket": 200000,
@@ -264,8 +265,8 @@ RUNNERS = {"xmltree": run_xmltree, "xmltree-cli": run_xmltree_cli, "fasttext": r
            "tfidf-bonsai": functools.partial(run_omikuji, bonsai=True),
            "tfidf-plt": run_napkinxc, "tfidf-xrlinear": run_xrlinear,
            "tfidf-ldsm": run_tfidf_ldsm,
-           "xmltree-histogram-weight-0": functools.partial(
-               run_xmltree, learner_settings={"histogram_weight": 0.0})}
+           "xmltree-histogram-weight-0.3": functools.partial(
+               run_xmltree, learner_settings={"histogram_weight": 0.3})}
 
 
 # ----------------------------------------------------------------------------- runs

@@ -174,3 +174,14 @@ def test_a_lone_surrogate_is_refused_at_fit_naming_the_row(texts_at, labels_at):
         TextClassifier(small_ldsm(), min_count=1).fit(texts, labels)
     where = f"X: document {texts_at}" if texts_at is not None else f"Y: row {labels_at}"
     assert where in str(error.value)
+
+
+@pytest.mark.parametrize("given, kept", [("auto", 0.0), (0.3, 0.3), (0.0, 0.0)])
+def test_the_text_route_resolves_only_an_auto_histogram_weight(given, kept):
+    texts, labels = corpus(80)
+    learner = LdSM(n_trees=2, max_nodes=7, epochs=2, random_state=0, histogram_weight=given)
+    model = TextClassifier(learner, min_count=1).fit(texts, labels)
+    assert model.estimator_.histogram_weight == kept
+    assert model.estimator_.resolved_params_["histogram_weight"] == kept
+    assert learner.histogram_weight == given  # the user's settings are not touched
+    assert TextClassifier().fit(texts, labels).estimator_.histogram_weight == 0.0

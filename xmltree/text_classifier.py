@@ -9,7 +9,9 @@ map the learner's label ids back to names. The vectorizer, the names and
 the learner are saved in one model file of kind ``"text_classifier"``.
 
 The vectorizer's output is all the learner sees: whatever the learner does
-with its features (LdSM may scale them itself) applies on top of it.
+with its features (LdSM may scale them itself) applies on top of it, with
+one exception: the route knows its rows are word tf-idf, and resolves an
+LdSM's ``histogram_weight="auto"`` for them (``TEXT_HISTOGRAM_WEIGHT``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,16 @@ __all__ = ["TextClassifier"]
 ESTIMATOR_PREFIX = "estimator/"
 VECTORIZER_PREFIX = "vectorizer/"
 
+#: What an LdSM's ``histogram_weight="auto"`` becomes on this route. LdSM
+#: cannot tell word tf-idf rows from other rows of its size (its own rule
+#: gives the classifiers alone only over more than ``MANY_FEATURES``
+#: features, and the vectorizer keeps 15-25 thousand words on the corpora
+#: measured); on the vectorizer's rows the classifiers alone ranked held-out
+#: documents better than the blend in every split of Reuters-21578 and of the
+#: debtags documents (``benchmarks/history/2026-11-lab-notebook.md``, "The
+#: histogram weight chosen on rows set aside").
+TEXT_HISTOGRAM_WEIGHT = 0.0
+
 
 class TextClassifier(TopKEstimator):
     """Documents to their top-k label names: text features and any learner, as one model.
@@ -38,7 +50,10 @@ class TextClassifier(TopKEstimator):
     estimator : LdSM or LearnedTree, optional
         The learner's settings (``None``: ``LdSM()``); :meth:`fit` trains a
         copy, ``estimator_``, on label ids. Any learner fitted on label sets
-        works; LOMTree, which learns one class per sample, does not.
+        works; LOMTree, which learns one class per sample, does not. An
+        LdSM's ``histogram_weight="auto"`` becomes ``TEXT_HISTOGRAM_WEIGHT``
+        (0: its label classifiers alone rank the candidates) in the copy; a
+        weight given as a number is kept.
     ngrams : int, default=1
         Longest word n-gram; n-grams of 2..ngrams words are hashed into
         ``buckets`` features (see :class:`~xmltree.text.TextVectorizer`).
@@ -128,8 +143,7 @@ class TextClassifier(TopKEstimator):
         classes, Y_ids = _number_labels(Y, len(texts))
         vectorizer = self._vectorizer()
         features = vectorizer.fit_transform(texts)
-        learner = params["estimator"]
-        estimator = type(learner)(**learner.get_params(deep=False)).fit(features, Y_ids)
+        estimator = _text_route_copy(params["estimator"]).fit(features, Y_ids)
         self.vectorizer_, self.classes_, self.estimator_ = vectorizer, classes, estimator
         return self
 
@@ -239,6 +253,14 @@ def _is_stage(estimator) -> bool:
 
     kind = estimator if isinstance(estimator, type) else type(estimator)
     return issubclass(kind, (Reranked, TextClassifier))
+
+
+def _text_route_copy(learner):
+    """An unfitted copy of `learner`, its "auto" histogram weight resolved for text rows."""
+    params = learner.get_params(deep=False)
+    if params.get("histogram_weight") == "auto":
+        params["histogram_weight"] = TEXT_HISTOGRAM_WEIGHT
+    return type(learner)(**params)
 
 
 def _documents(X) -> list[str]:

@@ -297,9 +297,9 @@ class Reranker(Estimator):
     small cost in P@1 (chosen on held-out training rows); per data set,
     tuned with ``benchmarks/bench_rerank.py`` for a 50-tree LdSM, Bibtex
     prefers the ridge tail scorer (``alpha=0.3, ridge_penalty=3,
-    propensity_exponent=2``) and Delicious the logistic one (``alpha=0.6,
-    logistic_penalty=0.03, propensity_exponent=1.5``; see
-    ``benchmarks/README.md``). The dense scorers are for up to a few
+    propensity_exponent=2``) and Delicious the propensity weight alone
+    (``alpha=1.0, propensity_exponent=1.0``; see ``benchmarks/README.md``,
+    "Tail-label re-ranking"). The dense scorers are for up to a few
     thousand features; the logistic one fits in seconds to a minute
     (iterations grow as its penalty falls), the others in well under a
     second. Accuracy barely changes beyond 20-50 candidates.
