@@ -32,13 +32,13 @@ ESTIMATOR_PREFIX = "estimator/"
 VECTORIZER_PREFIX = "vectorizer/"
 
 #: What an LdSM's ``histogram_weight="auto"`` becomes on this route. LdSM
-#: cannot tell word tf-idf rows from other rows of its size (its own rule
+#: cannot tell word tf-idf rows from other rows of their size (its own rule
 #: gives the classifiers alone only over more than ``MANY_FEATURES``
-#: features, and the vectorizer keeps 15-25 thousand words on the corpora
-#: measured); on the vectorizer's rows the classifiers alone ranked held-out
-#: documents better than the blend in every split of Reuters-21578 and of the
-#: debtags documents (``benchmarks/history/2026-11-lab-notebook.md``, "The
-#: histogram weight chosen on rows set aside").
+#: features, more words than the vectorizer keeps on the corpora measured);
+#: on the vectorizer's rows the classifiers alone ranked held-out documents
+#: better than the blend in every split of Reuters-21578 and of the debtags
+#: documents (``benchmarks/history/2026-11-lab-notebook.md``, "The histogram
+#: weight chosen on rows set aside").
 TEXT_HISTOGRAM_WEIGHT = 0.0
 
 
