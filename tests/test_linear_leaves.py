@@ -288,11 +288,10 @@ def test_linear_leaves_do_not_depend_on_threads(problem):
         assert np.array_equal(a, b)
 
 
-def test_examples_train_against_their_best_candidates_only(problem, monkeypatch):
-    """A training row joins the neighbourhoods of its TRAINING_CANDIDATES best labels
-    in the forest, not of all the n_candidates that prediction re-scores."""
-    X, Y, _, _ = problem
-    monkeypatch.setattr(_linear_leaves, "TRAINING_CANDIDATES", 4)
+def test_examples_train_against_every_candidate_that_prediction_rescores(monkeypatch):
+    """A training row joins the neighbourhoods of all its n_candidates best labels in
+    the forest, the labels prediction re-scores, however many (here over 500)."""
+    X, Y = make_synthetic(300, 30, 700, avg_labels=4.0, random_state=2)
     listed = []
     real = _linear_leaves.neighbourhoods
 
@@ -300,10 +299,12 @@ def test_examples_train_against_their_best_candidates_only(problem, monkeypatch)
         listed.append(candidates.copy())
         return real(candidates, *args, **kwargs)
     monkeypatch.setattr(_linear_leaves, "neighbourhoods", spy)
-    model = LdSM(**LINEAR).fit(X, Y)
-    histogram = LdSM(**{**LINEAR, "leaf_model": "histogram"}).fit(X, Y)
-    assert model.n_candidates == 6 and listed[0].shape == (X.shape[0], 4)
-    np.testing.assert_array_equal(listed[0], histogram.predict(X, k=6)[0][:, :4])
+    settings = dict(n_trees=1, max_nodes=3, epochs=1, n_candidates=600, max_leaf_labels=None,
+                    random_state=0)
+    LdSM(**settings).fit(X, Y)
+    histogram = LdSM(**settings, leaf_model="histogram").fit(X, Y)
+    assert listed[0].shape == (X.shape[0], 600)
+    np.testing.assert_array_equal(listed[0], histogram.predict(X, k=600)[0])
 
 
 def test_biases_are_the_solvers_raised_by_the_labels_log_prior(problem, monkeypatch):

@@ -131,11 +131,10 @@ class LdSM(TopKEstimator):
         classifier (L2-regularised squared hinge, solved by dual coordinate
         descent as in LIBLINEAR), trained on the label's *tree
         neighbourhood* (the training examples that have the label among
-        their own ``n_candidates`` best histogram labels, the best 500 at
-        most, plus every example carrying it); an example's
-        ``n_candidates`` best labels by histogram score ``h`` are then
-        scored ``sigmoid(4 z) ** (1 - histogram_weight) * h **
-        histogram_weight``, with ``z`` the classifier's margin (its bias
+        their own ``n_candidates`` best histogram labels, plus every example
+        carrying it); an example's ``n_candidates`` best labels by histogram
+        score ``h`` are then scored ``sigmoid(4 z) ** (1 - histogram_weight)
+        * h ** histogram_weight``, with ``z`` the classifier's margin (its bias
         logit-adjusted: raised by ``-0.05 log(prior) / 4`` for a label
         carried by that share of the training examples, so that the
         regulariser's pull on rare labels does not rank them too low), and
@@ -156,11 +155,9 @@ class LdSM(TopKEstimator):
         "Choosing C at fit").
     n_candidates : int or "auto", default="auto"
         Labels per example that linear leaves re-score at prediction, and
-        that make up the label neighbourhoods at training (the best 500 of
-        them at most: further down the list they are easy negatives, which
-        cost fit time and, measured, precision), >= 1; at most the number of
-        labels is used (memory and the classifiers' training grow with rows x
-        candidates). "auto": 1000 when the trees descend more
+        that make up the label neighbourhoods at training, >= 1; at most the
+        number of labels is used (memory and the classifiers' training grow
+        with rows x candidates). "auto": 1000 when the trees descend more
         widely than they were trained (see `descent_threshold`: they then
         reach more of an example's labels than the best 200 keep), else 200
         (``benchmarks/README.md``, "More candidates, at fit and at

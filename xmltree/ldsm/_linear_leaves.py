@@ -10,12 +10,12 @@ histogram_weight`` (``xmltree.ldsm._forest.Forest.use_label_models``).
 
 Which examples train a label's classifier is what keeps this a tree method
 rather than a one-vs-rest model over all labels: the label's *neighbourhood*,
-the training examples that have the label among their own best labels in the
-forest (the ``n_candidates`` best, up to ``TRAINING_CANDIDATES``), plus the
-examples carrying it. So each label learns from all its positives (as PLT and
-Parabel do) against the hard negatives the trees put next to them, and an
-example trains at most ``TRAINING_CANDIDATES`` + (its labels) classifiers,
-whatever the number of labels.
+the training examples that have the label among their own ``n_candidates``
+best labels in the forest (the labels prediction re-scores), plus the examples
+carrying it. So each label learns from all its positives (as PLT and Parabel
+do) against the hard negatives the trees put next to them, and an example
+trains at most ``n_candidates`` + (its labels) classifiers, whatever the
+number of labels.
 
 The regulariser shrinks a rare label's margins more than a frequent one's (a
 label with a single positive falls well short of a margin of 1 even on that
@@ -56,14 +56,6 @@ MARGIN_SCALE = 4.0
 #: tolerance on the projected gradient (LIBLINEAR's default for this dual).
 MAX_EPOCHS = 20
 TOLERANCE = 0.1
-
-#: Best labels of a training example, at most, that it is a negative for.
-#: Prediction may re-score more (``n_candidates`` is 1000 under the wide
-#: descent): the labels below an example's best 500 rarely out-rank its true
-#: ones, and training against them cost half the solver's time and,
-#: on held-out rows, precision ("Training neighbourhoods" in the
-#: benchmarks' lab notebook).
-TRAINING_CANDIDATES = 500
 
 #: Weight of the labels' log prior subtracted from the sigmoid's argument
 #: (``MARGIN_SCALE`` times the margin), see the module notes. On held-out
@@ -216,8 +208,7 @@ def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float | 
         "auto": chosen by :func:`choose_C`.
     n_candidates : int
         Labels per example that prediction re-scores: an example joins the
-        neighbourhoods of its best ``min(n_candidates, TRAINING_CANDIDATES)``
-        (see the module notes).
+        neighbourhoods of as many of its best labels (see the module notes).
     seed : int
         Seed of the random negatives and of the solver's visiting orders.
     n_threads : int
@@ -235,8 +226,7 @@ def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float | 
     C : float
         The C they were trained with (`C` itself unless "auto").
     """
-    candidates = _candidates(forest, X, min(n_candidates, TRAINING_CANDIDATES), n_threads,
-                             verbose)
+    candidates = _candidates(forest, X, n_candidates, n_threads, verbose)
     solver = {"max_epochs": MAX_EPOCHS, "tolerance": TOLERANCE,
               "weight_threshold": WEIGHT_THRESHOLD, "seed": seed, "n_threads": n_threads}
     if C == "auto":
@@ -267,7 +257,7 @@ def choose_C(forest, X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray,
         install the final ones afterwards.
     X, Y : scipy.sparse.csr_matrix
         The checked (and scaled) training rows and their labels.
-    candidates : numpy.ndarray of int32, shape (n_samples, n_training_candidates)
+    candidates : numpy.ndarray of int32, shape (n_samples, n_candidates)
         The training rows' best labels in the forest.
     n_candidates : int
         Labels per example that prediction re-scores.
