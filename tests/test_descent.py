@@ -11,8 +11,8 @@ import xmltree.ldsm._auto_settings
 from xmltree.datasets import make_synthetic
 from xmltree.ldsm import LdSM
 from xmltree.ldsm._auto_settings import (
-    FULL_FLOOR_NODES,
     HISTOGRAM_WEIGHT,
+    LARGE_TREE_NODES,
     LARGE_TREE_WIDE_BRANCHES,
     MAX_LEAF_LABELS,
     MAX_WIDE_BRANCHES,
@@ -188,9 +188,9 @@ def test_wide_branches_are_limited_by_default_and_survive_save_and_load(rng, tmp
 
 
 def test_auto_wide_branches_follow_the_largest_tree():
-    assert resolve_max_wide_branches("auto", FULL_FLOOR_NODES) == MAX_WIDE_BRANCHES
-    assert resolve_max_wide_branches("auto", FULL_FLOOR_NODES + 1) == LARGE_TREE_WIDE_BRANCHES
-    assert resolve_max_wide_branches(5, FULL_FLOOR_NODES + 1) == 5
+    assert resolve_max_wide_branches("auto", LARGE_TREE_NODES) == MAX_WIDE_BRANCHES
+    assert resolve_max_wide_branches("auto", LARGE_TREE_NODES + 1) == LARGE_TREE_WIDE_BRANCHES
+    assert resolve_max_wide_branches(5, LARGE_TREE_NODES + 1) == 5
     assert resolve_max_wide_branches(None, 1) is None
 
 
@@ -201,7 +201,7 @@ def test_large_trees_take_fewer_wide_branches_and_keep_them_after_load(rng, tmp_
     small = random_model(rng, n_labels)
     largest = int(small.n_nodes_.max())
     # The trees count as large when the limit is below their size.
-    monkeypatch.setattr(xmltree.ldsm._auto_settings, "FULL_FLOOR_NODES", largest - 1)
+    monkeypatch.setattr(xmltree.ldsm._auto_settings, "LARGE_TREE_NODES", largest - 1)
     large = with_trees_of(small, n_labels)
     explicit = with_trees_of(small, n_labels, max_wide_branches=LARGE_TREE_WIDE_BRANCHES)
     assert large._forest.max_wide_branches == LARGE_TREE_WIDE_BRANCHES
@@ -210,7 +210,7 @@ def test_large_trees_take_fewer_wide_branches_and_keep_them_after_load(rng, tmp_
     loaded = LdSM.load(tmp_path / "model.npz")
     assert loaded.max_wide_branches == "auto"
     assert loaded._forest.max_wide_branches == LARGE_TREE_WIDE_BRANCHES
-    monkeypatch.setattr(xmltree.ldsm._auto_settings, "FULL_FLOOR_NODES", largest)
+    monkeypatch.setattr(xmltree.ldsm._auto_settings, "LARGE_TREE_NODES", largest)
     assert with_trees_of(small, n_labels)._forest.max_wide_branches == MAX_WIDE_BRANCHES
 
 

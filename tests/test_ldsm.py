@@ -24,6 +24,7 @@ from xmltree.ldsm import LdSM, _auto_settings, merge
 from xmltree.ldsm._auto_settings import (
     EPOCHS,
     FULL_FLOOR_NODES,
+    LARGE_TREE_NODES,
     MAX_AUTO_NODES,
     MAX_ROW_FEATURES,
     SHORT_ROW_EPOCHS,
@@ -541,8 +542,15 @@ def test_auto_weight_floor_shrinks_beyond_the_full_floor_nodes():
     assert auto_weight_floor(2048, 3 * FULL_FLOOR_NODES) == 682
     assert auto_weight_floor(3, 10**9) == 1
     assert auto_weight_floor(None, 10**9) is None
-    # The node cap is where the floor has shrunk to a quarter.
-    assert auto_node_budget(10**9, 2) == MAX_AUTO_NODES == 4 * FULL_FLOOR_NODES
+    # The node cap is where the floor has shrunk to a half.
+    assert auto_node_budget(10**9, 2) == MAX_AUTO_NODES == 2 * FULL_FLOOR_NODES
+
+
+def test_trees_that_take_fewer_wide_branches_can_keep_the_full_floor():
+    # The Amazon-670K shape's trees at scale 1 (98,089 nodes) keep two thirds
+    # of the floor: a third starved their routers.
+    assert auto_weight_floor(2048, LARGE_TREE_NODES + 1) == 2048
+    assert auto_weight_floor(2048, 98089) == 1368
 
 
 @needs_build_tree

@@ -9,15 +9,14 @@ in quotes, and the current results on ``benchmarks/README.md``.
 from __future__ import annotations
 
 __all__ = ["LEAF_SIZE", "LEAVES_PER_LABEL", "MAX_AUTO_NODES", "FULL_FLOOR_NODES",
-           "WIDE_DESCENT_MIN_LABELS", "WIDE_DESCENT_THRESHOLD", "HISTOGRAM_WEIGHT",
-           "WIDE_DESCENT_HISTOGRAM_WEIGHT", "MANY_FEATURES", "MANY_FEATURES_HISTOGRAM_WEIGHT",
-           "MAX_LEAF_LABELS", "MAX_WIDE_BRANCHES", "LARGE_TREE_WIDE_BRANCHES",
-           "MAX_ROW_FEATURES", "EPOCHS", "SHORT_ROW_EPOCHS", "EPOCH_TOLERANCE",
-           "CANDIDATES", "WIDE_DESCENT_CANDIDATES", "auto_node_budget", "auto_weight_floor",
-           "resolve_descent_threshold",
-           "resolve_histogram_weight", "resolve_max_wide_branches", "resolve_max_leaf_labels",
-           "resolve_max_row_features", "resolve_epochs", "resolve_epoch_tolerance",
-           "resolve_n_candidates"]
+           "LARGE_TREE_NODES", "WIDE_DESCENT_MIN_LABELS", "WIDE_DESCENT_THRESHOLD",
+           "HISTOGRAM_WEIGHT", "WIDE_DESCENT_HISTOGRAM_WEIGHT", "MANY_FEATURES",
+           "MANY_FEATURES_HISTOGRAM_WEIGHT", "MAX_LEAF_LABELS", "MAX_WIDE_BRANCHES",
+           "LARGE_TREE_WIDE_BRANCHES", "MAX_ROW_FEATURES", "EPOCHS", "SHORT_ROW_EPOCHS",
+           "EPOCH_TOLERANCE", "CANDIDATES", "WIDE_DESCENT_CANDIDATES", "auto_node_budget",
+           "auto_weight_floor", "resolve_descent_threshold", "resolve_histogram_weight",
+           "resolve_max_wide_branches", "resolve_max_leaf_labels", "resolve_max_row_features",
+           "resolve_epochs", "resolve_epoch_tolerance", "resolve_n_candidates"]
 
 #: Training examples per leaf that ``max_nodes=None`` aims at: small leaves
 #: make the histograms local and the candidates precise.
@@ -31,7 +30,7 @@ LEAF_SIZE = 8
 LEAVES_PER_LABEL = 2
 
 #: Most nodes per tree that ``max_nodes=None`` gives, whatever the data size:
-#: there the weight floor (``FULL_FLOOR_NODES``) has shrunk to a quarter.
+#: there the weight floor (``FULL_FLOOR_NODES``) has shrunk to a half.
 MAX_AUTO_NODES = 131072
 
 #: Trees of up to this many nodes keep the weight floor
@@ -39,8 +38,13 @@ MAX_AUTO_NODES = 131072
 #: ones get a floor shrunk in proportion, so that a tree's memory stays that
 #: of this many nodes. Most of a large tree's memory is the floor times its
 #: nodes, and fewer weights a router cost less precision than fewer, larger
-#: leaves ("Amazon-670K shape").
-FULL_FLOOR_NODES = 32768
+#: leaves ("Amazon-670K shape"), down to a point: a floor shrunk to a third
+#: starved the routers of the largest trees ("The weight floor at scale 1").
+FULL_FLOOR_NODES = 65536
+
+#: Trees of more than this many nodes are large: their paths take fewer wide
+#: branches (``LARGE_TREE_WIDE_BRANCHES``).
+LARGE_TREE_NODES = 32768
 
 #: With many labels, the few leaves an example reaches under the training
 #: rule (children scoring >= 0.5) hold few of its labels: the fitted trees
@@ -80,8 +84,8 @@ WIDE_DESCENT_CANDIDATES = 1000
 #: Children a path of the wide descent may take that only its threshold
 #: admits (the training rule's are always taken): as the trees grow, more
 #: children clear the threshold by their bias alone and the leaves reached
-#: multiply. Trees of more than ``FULL_FLOOR_NODES`` nodes, whose routers
-#: hold fewer weights, take fewer ("Amazon-670K shape").
+#: multiply. Trees of more than ``LARGE_TREE_NODES`` nodes take fewer
+#: ("Amazon-670K shape").
 MAX_WIDE_BRANCHES = 3
 LARGE_TREE_WIDE_BRANCHES = 2
 
@@ -180,12 +184,12 @@ def resolve_max_wide_branches(setting, n_nodes: int) -> int | None:
     """The wide branches a path may take (None: no limit).
 
     "auto" gives ``MAX_WIDE_BRANCHES`` for trees of at most
-    ``FULL_FLOOR_NODES`` nodes (`n_nodes`: the largest tree's), else
+    ``LARGE_TREE_NODES`` nodes (`n_nodes`: the largest tree's), else
     ``LARGE_TREE_WIDE_BRANCHES``.
     """
     if setting != "auto":
         return setting
-    if n_nodes <= FULL_FLOOR_NODES:
+    if n_nodes <= LARGE_TREE_NODES:
         return MAX_WIDE_BRANCHES
     return LARGE_TREE_WIDE_BRANCHES
 

@@ -59,10 +59,10 @@ class LdSM(TopKEstimator):
         and ``MAX_AUTO_NODES`` (131072) nodes. Small leaves
         make the histograms local (neighbour-like) and the candidate labels
         precise, most of all with many labels (``benchmarks/README.md``).
-        Beyond ``FULL_FLOOR_NODES`` (32768) nodes, i.e. about 131,000
+        Beyond ``FULL_FLOOR_NODES`` (65536) nodes, i.e. about 262,000
         training examples for M = 2, the weight floor
         ``max_weights_per_regressor`` shrinks in proportion, so that a
-        tree's memory stays that of 32768 nodes.
+        tree's memory stays that of 65536 nodes.
     epochs : int or "auto", default="auto"
         Passes over a node's examples when training its regressors, >= 1
         (the paper uses 20); at most, with `epoch_tolerance`. "auto": 3, or
@@ -188,7 +188,7 @@ class LdSM(TopKEstimator):
         [0, 255] (the children the training rule chooses are always taken).
         Bounds the leaves an example reaches as trees grow: more children
         then clear the lower threshold by their bias alone. None: no limit.
-        "auto": 3, or 2 once a tree has more than ``FULL_FLOOR_NODES``
+        "auto": 3, or 2 once a tree has more than ``LARGE_TREE_NODES``
         (32768) nodes (measured in ``benchmarks/README.md``, "Amazon-670K
         shape").
     max_leaf_labels : int, None or "auto", default="auto"
@@ -229,7 +229,7 @@ class LdSM(TopKEstimator):
         tree on Amazon-670K-shaped data. With it, the wide nodes near the
         root keep weights in proportion to their data, every other node at
         most ``max_weights_per_regressor`` (less with ``max_nodes=None`` on
-        more than 32768 nodes, see `max_nodes`). The defaults never bind when
+        more than 65536 nodes, see `max_nodes`). The defaults never bind when
         ``n_features <= 2048`` (Bibtex, Delicious); on large feature spaces
         they make the model several times smaller (``benchmarks/README.md``,
         "Scale" and "Weight budget"). One of
