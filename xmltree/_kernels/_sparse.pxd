@@ -8,6 +8,7 @@
 # as long as the view is used. A matrix without stored entries gives NULL
 # `indices` and `values`, never dereferenced since every row is then empty.
 
+from ._prefetch cimport prefetch
 from ._types cimport float32_t, index_t, offset_t
 
 
@@ -46,3 +47,15 @@ cdef inline const float32_t* row_values(const CSRView* X, index_t row) noexcept 
 cdef inline index_t row_nnz(const CSRView* X, index_t row) noexcept nogil:
     """Number of stored entries of `row`."""
     return <index_t>(X.indptr[row + 1] - X.indptr[row])
+
+
+cdef inline void prefetch_row(const CSRView* X, index_t row) noexcept nogil:
+    """Start loading the column ids and values of `row`, for kernels that
+    visit rows in an order of their own."""
+    cdef const index_t* indices = row_indices(X, row)
+    cdef const float32_t* values = row_values(X, row)
+    cdef index_t k
+    # 16 entries of 4 bytes fill one 64-byte cache line.
+    for k in range(0, row_nnz(X, row), 16):
+        prefetch(indices + k)
+        prefetch(values + k)

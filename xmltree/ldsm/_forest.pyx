@@ -29,24 +29,13 @@ from libc.stdlib cimport calloc, free, malloc, qsort
 import numpy as np
 import scipy.sparse as sp
 
-cdef extern from *:
-    """
-    #if defined(__GNUC__)
-    #define XMLTREE_PREFETCH(address) __builtin_prefetch(address)
-    #else
-    #define XMLTREE_PREFETCH(address) ((void)(address))
-    #endif
-    """
-    # Hint the CPU to start loading a cache line (GCC/Clang builtin; a no-op
-    # elsewhere).
-    void prefetch "XMLTREE_PREFETCH" (const void* address) noexcept nogil
-
 from ._descent cimport descend_block
 from ._forest_arrays cimport (MAX_BLOCK_SIZE, SCORE_GROUP, ForestArrays, LeafPair,
                               Scratch)
 from ._label_models cimport LabelModelView, label_margin
 from .._kernels._row_buffer cimport (RowBuffer, allocate_row_buffers, check_row_buffers, free_row_buffers,
                            gather_rows, reserve_pairs)
+from .._kernels._prefetch cimport prefetch
 from .._kernels._sparse cimport CSRView, csr_view, row_indices, row_nnz, row_values
 from .._kernels._top_k cimport offer_top_k, sort_top_k
 from .._kernels._types cimport float32_t, float64_t, index_t, offset_t

@@ -35,12 +35,20 @@ import numpy as np
 from .._kernels._random cimport rng_seed, rng_shuffle, rng_state
 from .._kernels._row_buffer cimport (RowBuffer, allocate_row_buffers, check_row_buffers, free_row_buffers,
                            gather_rows, reserve_pairs)
-from .._kernels._sparse cimport CSRView, csr_view, row_indices, row_nnz, row_values
+from .._kernels._sparse cimport (CSRView, csr_view, prefetch_row, row_indices, row_nnz,
+                                 row_values)
 from .._kernels._types cimport float32_t, float64_t, index_t, offset_t
 
 __all__ = ["train_label_models"]
 
 cnp.import_array()
+
+
+cdef enum:
+    # The examples of a label are visited in a random order over rows spread
+    # through X, so each row is a cache miss: its loading starts this many
+    # examples ahead, while the rows before it are computed on.
+    PREFETCH_AHEAD = 2
 
 
 cdef struct SolverSettings:
@@ -275,6 +283,8 @@ cdef float64_t _descend(const CSRView* X, const index_t* examples, const int8_t*
         largest, smallest = -INFINITY, INFINITY
         position = 0
         while position < active:
+            if position + PREFETCH_AHEAD < active:
+                prefetch_row(X, examples[s.order[position + PREFETCH_AHEAD]])
             i = s.order[position]
             row = examples[i]
             y = targets[i]
