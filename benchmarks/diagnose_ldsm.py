@@ -195,7 +195,9 @@ def tree_report(model: xmltree.LdSM) -> dict:
     internal_weights, leaf_labels, leaf_rows = [], [], []
     for tree in model.trees_:
         internal = tree["first_child"] >= 0
-        per_regressor = np.diff(tree["weight_indptr"]).reshape(internal.size, -1)
+        node_of_id = np.repeat(np.arange(internal.size), np.diff(tree["weight_indptr"]))
+        per_regressor = np.zeros((internal.size, tree["weight_values"].shape[1]), dtype=np.int64)
+        np.add.at(per_regressor, node_of_id, tree["weight_values"] != 0)
         internal_weights.append(per_regressor[internal].ravel())
         leaf_labels.append(np.diff(tree["leaf_indptr"])[~internal])
         leaf_rows.append(tree["n_samples"][~internal])

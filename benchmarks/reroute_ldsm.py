@@ -41,10 +41,8 @@ WEIGHTINGS = {
 def node_scores(tree: dict, node: int, arity: int, X: sp.csr_matrix) -> np.ndarray:
     """Regressor scores (n_rows, arity) of the rows of ``X`` at ``node``."""
     weights = np.zeros((X.shape[1], arity))
-    for m in range(arity):
-        row = slice(tree["weight_indptr"][node * arity + m],
-                    tree["weight_indptr"][node * arity + m + 1])
-        weights[tree["weight_indices"][row], m] = tree["weight_values"][row]
+    ids = slice(tree["weight_indptr"][node], tree["weight_indptr"][node + 1])
+    weights[tree["weight_indices"][ids]] = tree["weight_values"][ids]
     return X @ weights + tree["bias"][node].astype(np.float64)
 
 

@@ -53,11 +53,15 @@ def write_model(path, meta, arrays):
 
 def append_weight(arrays, prefix, row, feature, value):
     """Add the weight (`feature`, `value`) at the end of row `row` of the stored CSR
-    block whose arrays are named `prefix` + indptr, indices, values."""
+    block whose arrays are named `prefix` + indptr, indices, values (a tree's
+    node: the weight of its first regressor, the others' 0)."""
     indptr = arrays[prefix + "indptr"].copy()
     at = indptr[row + 1]
-    for name, entry in (("indices", np.int32(feature)), ("values", np.float32(value))):
-        arrays[prefix + name] = np.insert(arrays[prefix + name], at, entry)
+    values = arrays[prefix + "values"]
+    entry = np.zeros(values.shape[1:], dtype=np.float32)
+    entry.flat[0] = value
+    arrays[prefix + "indices"] = np.insert(arrays[prefix + "indices"], at, np.int32(feature))
+    arrays[prefix + "values"] = np.insert(values, at, entry, axis=0)
     indptr[row + 1:] += 1
     arrays[prefix + "indptr"] = indptr
 

@@ -14,6 +14,8 @@ from test_tree import (
     reference_leaves,
     reference_scores,
     reference_top_k,
+    regressor_lengths,
+    with_regressor_rows,
 )
 
 import xmltree
@@ -371,6 +373,40 @@ def test_older_files_with_a_reranker_load_as_a_reranked_stage(rng, tmp_path):
             load(path)
 
 
+def test_files_of_format_version_4_load_their_trees_regressor_by_regressor(rng, tmp_path):
+    model, _ = model_from_random_trees(rng)
+    X = random_features(rng, 50, N_FEATURES)
+    Y = sp.csr_matrix(rng.random((50, N_LABELS)) < 0.2, dtype=np.float32)
+    stage = Reranked(model, Reranker())
+    stage.reranker_ = Reranker().fit(X, Y, n_labels=N_LABELS)
+    for saved, load in ((model, LdSM.load), (stage, Reranked.load)):
+        path = tmp_path / "model.npz"
+        saved.save(path)
+        rewrite_meta(path, format_version=4)
+        with np.load(path) as stored:
+            names = [name for name in stored.files if name.endswith("weight_values")]
+            assert names and all(stored[name].ndim == 1 for name in names)
+        for loaded in (load(path), xmltree.load(path)):
+            assert_same_predictions(saved, loaded, X)
+            learner = loaded.estimator if isinstance(loaded, Reranked) else loaded
+            for a, b in zip(model.trees_, learner.trees_):
+                for name in ("weight_indptr", "weight_indices", "weight_values"):
+                    np.testing.assert_array_equal(a[name], b[name])
+
+
+def test_files_of_format_version_4_with_malformed_weights_are_refused(rng, tmp_path):
+    model, _ = model_from_random_trees(rng)
+    params, arrays = model._get_state()
+    arrays = with_regressor_rows(arrays)
+    indices = arrays["tree1/weight_indices"]
+    indices[:2] = indices[1::-1]  # unsorted within the root's first regressor
+    path = tmp_path / "model.npz"
+    save_model(path, LdSM._KIND, params, arrays)
+    rewrite_meta(path, format_version=4)
+    with pytest.raises(ModelFormatError, match="tree1.*unsorted"):
+        LdSM.load(path)
+
+
 def test_format_2_files_from_before_the_logistic_scorer_load(rng, tmp_path):
     from test_rerank import before_logistic
 
@@ -519,16 +555,16 @@ def test_weight_budget_bounds_every_regressor(rng):
     X, labels, _ = clustered_problem(rng, 200)
     free = LdSM(**FAST, random_state=3, max_weights_per_regressor=None,
                 max_weights_per_example=None).fit(X, labels)
-    largest = max(np.diff(tree["weight_indptr"]).max() for tree in free.trees_)
+    arity = FAST.get("arity", 2)
+    largest = max(regressor_lengths(tree, arity).max() for tree in free.trees_)
     capped = LdSM(**FAST, random_state=3, max_weights_per_regressor=largest - 2,
                   max_weights_per_example=None).fit(X, labels)
-    assert max(np.diff(tree["weight_indptr"]).max() for tree in capped.trees_) == largest - 2
+    assert max(regressor_lengths(tree, arity).max() for tree in capped.trees_) == largest - 2
     per_example = LdSM(**FAST, random_state=3, max_weights_per_regressor=None,
                        max_weights_per_example=0.05).fit(X, labels)
     for tree in per_example.trees_:
         budget = np.maximum(1, np.floor(0.05 * tree["n_samples"]))
-        lengths = np.diff(tree["weight_indptr"]).reshape(-1, FAST.get("arity", 2))
-        assert np.all(lengths <= budget[:, None])
+        assert np.all(regressor_lengths(tree, arity) <= budget[:, None])
     # The default budget never binds with n_features <= 2048.
     default = LdSM(**FAST, random_state=3).fit(X, labels)
     for a, b in zip(free.trees_, default.trees_):
@@ -564,10 +600,10 @@ def test_auto_node_budget_shrinks_the_weight_floor(rng, monkeypatch):
     floor = auto_weight_floor(40, n_nodes)
     assert floor < 40
     auto = LdSM(**settings).fit(X, labels)
-    assert max(np.diff(tree["weight_indptr"]).max() for tree in auto.trees_) <= floor
+    assert max(regressor_lengths(tree, 2).max() for tree in auto.trees_) <= floor
     # A node budget of the user's own keeps the floor as given.
     given = LdSM(**settings, max_nodes=n_nodes).fit(X, labels)
-    assert max(np.diff(tree["weight_indptr"]).max() for tree in given.trees_) > floor
+    assert max(regressor_lengths(tree, 2).max() for tree in given.trees_) > floor
 
 
 @needs_build_tree

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from ldsm_reference import MIN_PASSES, Xoshiro, nag_step, sgd_step, store_weights, train_node
+from test_tree import regressor_lengths
 
 from xmltree import LdSM
 from xmltree._kernels._optim import _py_nag_step, _py_sgd_step
@@ -234,10 +235,10 @@ def descend(tree, X, row, arity, threshold):
         if first < 0:
             continue
         scores = []
+        lo, hi = tree["weight_indptr"][node:node + 2]
         for m in range(arity):
-            lo, hi = tree["weight_indptr"][node * arity + m:node * arity + m + 2]
             z = float(tree["bias"][node, m])
-            for j, w in zip(tree["weight_indices"][lo:hi], tree["weight_values"][lo:hi]):
+            for j, w in zip(tree["weight_indices"][lo:hi], tree["weight_values"][lo:hi, m]):
                 z += x.get(int(j), 0.0) * float(w)
             scores.append(z)
         goes = [m for m in range(arity) if scores[m] >= threshold]
@@ -251,7 +252,8 @@ def check_tree(tree, X, Y, arity, max_nodes, epochs, weight_threshold, threshold
     n_nodes = first_child.size
     assert 1 <= n_nodes <= max_nodes
     assert parent[0] == -1 and depth[0] == 0 and tree["n_samples"][0] == X.shape[0]
-    assert tree["weight_indptr"].shape == (n_nodes * arity + 1,)
+    assert tree["weight_indptr"].shape == (n_nodes + 1,)
+    assert tree["weight_values"].shape == (tree["weight_indices"].size, arity)
     assert tree["bias"].shape == (n_nodes, arity)
     internal = np.flatnonzero(first_child >= 0)
     children = (first_child[internal, None] + np.arange(arity)).ravel()
@@ -259,14 +261,18 @@ def check_tree(tree, X, Y, arity, max_nodes, epochs, weight_threshold, threshold
     assert np.all(first_child[internal] > internal)
     assert np.array_equal(parent[children], np.repeat(internal, arity))
     assert np.array_equal(depth[children], np.repeat(depth[internal] + 1, arity))
-    weight_rows = np.diff(tree["weight_indptr"]).reshape(n_nodes, arity)
+    weight_rows = np.diff(tree["weight_indptr"])
     leaf_sizes = np.diff(tree["leaf_indptr"])
     trace_sizes = np.diff(tree["trace_indptr"])
     leaves = first_child < 0
     assert np.all(weight_rows[leaves] == 0) and np.all(tree["bias"][leaves] == 0)
     assert np.all(leaf_sizes[~leaves] == 0) and np.all(leaf_sizes[leaves] > 0)
     assert np.all(trace_sizes[~leaves] == epochs) and np.all(trace_sizes[leaves] == 0)
-    assert np.all(np.abs(tree["weight_values"]) >= weight_threshold)
+    # A node lists the ids its regressors kept, each with a weight per
+    # regressor: 0 where that one dropped it, at least one kept.
+    kept = tree["weight_values"] != 0
+    assert np.all(kept.any(axis=1))
+    assert np.all(np.abs(tree["weight_values"][kept]) >= weight_threshold)
     assert np.all((tree["weight_indices"] >= 0) & (tree["weight_indices"] < X.shape[1]))
     for lo, hi in zip(tree["weight_indptr"][:-1], tree["weight_indptr"][1:]):
         assert np.all(np.diff(tree["weight_indices"][lo:hi]) > 0)
@@ -462,10 +468,10 @@ def test_weight_caps_are_respected(rng, cap):
     capped = build_tree(X, Y, **TREE_SETTINGS, **cap)
     again = build_tree(X, Y, **TREE_SETTINGS, **cap)
     assert all(np.array_equal(capped[key], again[key]) for key in capped)
-    lengths = np.diff(capped["weight_indptr"]).reshape(-1, TREE_SETTINGS["arity"])
+    lengths = regressor_lengths(capped, TREE_SETTINGS["arity"])
     limit = cap.get("max_weights") or np.maximum(1, np.floor(0.1 * capped["n_samples"]))
     assert np.all(lengths <= np.reshape(limit, (-1, 1)))
-    assert lengths.sum() < np.diff(free["weight_indptr"]).sum()
+    assert lengths.sum() < regressor_lengths(free, TREE_SETTINGS["arity"]).sum()
     check_tree(capped, X, Y, TREE_SETTINGS["arity"], TREE_SETTINGS["max_nodes"],
                TREE_SETTINGS["epochs"], TREE_SETTINGS["weight_threshold"],
                ROUTING_THRESHOLD["margin"])

@@ -5,15 +5,23 @@ import zipfile
 
 import numpy as np
 import pytest
+from test_tree import with_regressor_rows
 
 from xmltree._persistence import FORMAT_VERSION, OLDEST_READABLE_VERSION, load_model, save_model
 from xmltree.exceptions import ModelFormatError
 
 
 def rewrite_meta(path, **changes):
-    """Edit the JSON metadata of a saved model file in place (to forge bad files)."""
+    """Edit the JSON metadata of a saved model file in place (to forge bad files).
+
+    A `format_version` below 5 also gives LdSM trees the weight layout of
+    those versions, as files written then hold it.
+    """
     with np.load(path) as archive:
         contents = {name: archive[name] for name in archive.files}
+    version = changes.get("format_version")
+    if type(version) is int and version < 5:
+        contents = with_regressor_rows(contents)
     meta = json.loads(contents["__meta__"].tobytes())
     meta.update(changes)
     contents["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
@@ -29,7 +37,7 @@ def test_round_trip_keeps_kind_params_and_arrays(tmp_path):
     save_model(path, "ldsm", {"arity": 2, "name": "x"}, _arrays())
     kind, version, params, arrays = load_model(path, kind="ldsm")
     assert kind == "ldsm" and params == {"arity": 2, "name": "x"}
-    assert version == FORMAT_VERSION == 4
+    assert version == FORMAT_VERSION == 5
     for name, expected in _arrays().items():
         assert arrays[name].dtype == expected.dtype
         assert np.array_equal(arrays[name], expected)
@@ -55,8 +63,8 @@ def test_wrong_kind_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("version,message", [
-    (FORMAT_VERSION + 1, "version 5 was written by a newer xmltree .* upgrade xmltree"),
-    (0, "version 0 is not supported .*reads versions 1 to 4.*train the model again"),
+    (FORMAT_VERSION + 1, "version 6 was written by a newer xmltree .* upgrade xmltree"),
+    (0, "version 0 is not supported .*reads versions 1 to 5.*train the model again"),
     ("2", "version '2' is not supported"),
     (True, "version True is not supported"),
     (None, "version None is not supported"),

@@ -74,6 +74,19 @@ def test_save_load_and_pickle_give_the_same_names_and_scores(fitted, tmp_path):
         assert scorer("PSP@3")(copy, texts, labels) == scorer("PSP@3")(fitted, texts, labels)
 
 
+def test_files_of_format_version_4_load_their_learners_trees(fitted, tmp_path):
+    from test_persistence import rewrite_meta
+
+    texts, _ = corpus(seed=2)
+    fitted.save(tmp_path / "model.npz")
+    rewrite_meta(tmp_path / "model.npz", format_version=4)
+    with np.load(tmp_path / "model.npz") as stored:  # one weight row per regressor
+        assert stored["estimator/tree0/weight_values"].ndim == 1
+    for got, want in zip(xmltree.load(tmp_path / "model.npz").predict(texts, k=3),
+                         fitted.predict(texts, k=3)):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_thresholds_give_label_positions(fitted):
     above = fitted.predict_above(["wheat corn crude barrel"], 0.2)
     assert above.shape == (1, len(TOPICS))

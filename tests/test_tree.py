@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from xmltree.exceptions import DataFormatError, ModelFormatError
 from xmltree.ldsm._forest import Forest
-from xmltree.ldsm._tree_arrays import TREE_ARRAYS, routing_threshold
+from xmltree.ldsm._tree_arrays import TREE_ARRAYS, routing_threshold, weights_by_node
 
 # ----------------------------------------------------------------------
 # Random flat trees and a pure-Python reference (also used by test_ldsm.py)
@@ -58,14 +58,17 @@ def random_flat_tree(rng, *, arity, n_features, n_labels, max_nodes=40, expand=0
             leaf_rows.append((np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)))
             trace_rows.append(rng.normal(size=epochs).astype(np.float32))
     weight_indices = np.concatenate(weight_rows).astype(np.int32)
+    weight_indptr, weight_indices, weight_values = weights_by_node(
+        _indptr([len(row) for row in weight_rows]), weight_indices,
+        rng.normal(0.0, 1.0, size=weight_indices.size).astype(np.float32), arity)
     return {
         "first_child": first_child,
         "parent": np.array(parent, dtype=np.int32),
         "depth": np.array(depth, dtype=np.int32),
         "n_samples": rng.integers(0, 100, size=n_nodes).astype(np.int64),
-        "weight_indptr": _indptr([len(row) for row in weight_rows]),
+        "weight_indptr": weight_indptr,
         "weight_indices": weight_indices,
-        "weight_values": rng.normal(0.0, 1.0, size=weight_indices.size).astype(np.float32),
+        "weight_values": weight_values,
         "bias": bias,
         "leaf_indptr": _indptr([len(labels) for labels, _ in leaf_rows]),
         "leaf_labels": np.concatenate([labels for labels, _ in leaf_rows]).astype(np.int32),
@@ -77,6 +80,40 @@ def random_flat_tree(rng, *, arity, n_features, n_labels, max_nodes=40, expand=0
 
 def _indptr(lengths):
     return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+
+
+def regressor_rows(tree, arity):
+    """The weights of `tree` as format version 4 stored them: CSR row
+    ``node * arity + m`` for regressor m, its non-zero weights only."""
+    n_nodes = tree["weight_indptr"].size - 1
+    node_of_id = np.repeat(np.arange(n_nodes), np.diff(tree["weight_indptr"]))
+    ids, child = np.nonzero(tree["weight_values"])
+    regressor = node_of_id[ids] * arity + child
+    order = np.lexsort((tree["weight_indices"][ids], regressor))
+    indptr = np.zeros(n_nodes * arity + 1, dtype=np.int64)
+    np.cumsum(np.bincount(regressor, minlength=indptr.size - 1), out=indptr[1:])
+    return (indptr, tree["weight_indices"][ids[order]],
+            tree["weight_values"][ids[order], child[order]])
+
+
+def with_regressor_rows(arrays):
+    """A model file's `arrays` with every LdSM tree's weights as format
+    version 4 and older stored them (see `regressor_rows`)."""
+    arrays = dict(arrays)
+    for key in [key for key in arrays
+                if key.endswith("weight_values") and arrays[key].ndim == 2]:
+        tree = key[:-len("weight_values")]
+        names = [tree + name for name in ("weight_indptr", "weight_indices", "weight_values")]
+        rows = regressor_rows(dict(zip(("weight_indptr", "weight_indices", "weight_values"),
+                                       (arrays[name] for name in names))),
+                              arrays[key].shape[1])
+        arrays.update(zip(names, rows))
+    return arrays
+
+
+def regressor_lengths(tree, arity):
+    """Weights each regressor of `tree` keeps, shape (n_nodes, arity)."""
+    return np.diff(regressor_rows(tree, arity)[0]).reshape(-1, arity)
 
 
 def random_features(rng, n_samples, n_features, density=0.3):
@@ -103,11 +140,10 @@ def reference_leaves(tree, x, arity, threshold, training_threshold=None, max_wid
             return
         scores = []
         for m in range(arity):
-            row = node * arity + m
             # The routing contract: bias first, then features in increasing order.
             total = float(tree["bias"][node, m])
-            for p in range(tree["weight_indptr"][row], tree["weight_indptr"][row + 1]):
-                total += float(x[tree["weight_indices"][p]]) * float(tree["weight_values"][p])
+            for p in range(tree["weight_indptr"][node], tree["weight_indptr"][node + 1]):
+                total += float(x[tree["weight_indices"][p]]) * float(tree["weight_values"][p, m])
             scores.append(total)
         trained = chosen(scores, training_threshold) if max_wide is not None else []
         for m in chosen(scores, threshold):
@@ -266,10 +302,10 @@ def test_random_trees_exercise_multiway_routing_and_fallback(rng):
     fallback = 0
     for tree in trees:
         for x in dense:
+            root = slice(tree["weight_indptr"][0], tree["weight_indptr"][1])
             z = tree["bias"][0] + [
                 sum(float(x[j]) * float(w) for j, w in zip(
-                    tree["weight_indices"][tree["weight_indptr"][m]:tree["weight_indptr"][m + 1]],
-                    tree["weight_values"][tree["weight_indptr"][m]:tree["weight_indptr"][m + 1]]))
+                    tree["weight_indices"][root], tree["weight_values"][root, m]))
                 for m in range(3)
             ]
             fallback += tree["first_child"][0] >= 0 and np.all(z < 0.5)
@@ -372,9 +408,9 @@ def single_leaf_tree(labels, values, arity=2):
         "parent": np.array([-1], dtype=np.int32),
         "depth": np.array([0], dtype=np.int32),
         "n_samples": np.array([1], dtype=np.int64),
-        "weight_indptr": np.zeros(arity + 1, dtype=np.int64),
+        "weight_indptr": np.zeros(2, dtype=np.int64),
         "weight_indices": np.zeros(0, dtype=np.int32),
-        "weight_values": np.zeros(0, dtype=np.float32),
+        "weight_values": np.zeros((0, arity), dtype=np.float32),
         "bias": np.zeros((1, arity), dtype=np.float32),
         "leaf_indptr": np.array([0, labels.size], dtype=np.int64),
         "leaf_labels": labels,

@@ -36,8 +36,9 @@ from .exceptions import ModelFormatError, NotFittedError
 from .metrics import RankingScorer
 
 __all__ = [
-    "Estimator", "TopKEstimator", "estimator_class", "class_values", "label_id_count", "is_int",
-    "check_int", "check_real", "check_choice", "check_bool", "check_seed", "check_k",
+    "Estimator", "TopKEstimator", "estimator_class", "upgrade_learner_state", "class_values",
+    "label_id_count", "is_int", "check_int", "check_real", "check_choice", "check_bool",
+    "check_seed", "check_k",
     "n_threads", "MAX_INDEX", "MAX_NODES", "MAX_TREES", "MAX_EPOCHS", "MAX_WIDTH",
     "MAX_DEPTH", "MAX_NGRAMS", "MAX_LEARNING_RATE", "MAX_N_JOBS", "THREADS_PER_CORE",
 ]
@@ -111,6 +112,30 @@ def estimator_class(kind) -> type:
     if not isinstance(kind, str) or kind not in _KINDS:
         raise ModelFormatError(f"unknown model kind {kind!r}")
     return _KINDS[kind]
+
+
+def upgrade_learner_state(version: int, params: dict, arrays: dict,
+                          prefix: str) -> tuple[dict, dict]:
+    """The state of a model that holds a learner, its learner's part upgraded.
+
+    Models such as ``Reranked`` and ``TextClassifier`` store their learner's
+    parameters under ``params["estimator"]`` (its kind under
+    ``params["estimator_kind"]``) and its arrays under `prefix`; the
+    learner's own ``_upgrade_state`` converts them from format `version`.
+    A state without a known learner is left as it is, for ``_from_state`` to
+    refuse.
+    """
+    try:
+        learner_class = estimator_class(params["estimator_kind"])
+    except (KeyError, TypeError, ModelFormatError):
+        return params, arrays
+    inner = {name[len(prefix):]: array for name, array in arrays.items()
+             if name.startswith(prefix)}
+    learner_params, inner = learner_class._upgrade_state(version, params.get("estimator"),
+                                                         inner)
+    outer = {name: array for name, array in arrays.items() if not name.startswith(prefix)}
+    return ({**params, "estimator": learner_params},
+            {**outer, **{prefix + name: array for name, array in inner.items()}})
 
 
 class Estimator:

@@ -61,7 +61,12 @@ __all__ = ["FORMAT_VERSION", "OLDEST_READABLE_VERSION", "ModelFile", "save_model
 #:    ``max_leaf_labels`` and ``max_row_features``, added under version 3,
 #:    belong to this version. ``LdSM(rerank=...)`` is gone: an older file
 #:    holding a re-ranker loads as the :class:`xmltree.rerank.Reranked` stage.
-FORMAT_VERSION = 4
+#: 5. An LdSM tree stores one sorted list of feature ids a node, the union of
+#:    its regressors', with a weight per regressor: ``weight_indptr`` has a
+#:    row per node and ``weight_values`` the shape (ids, arity). Older files
+#:    kept a CSR row per regressor and are converted at load, by LdSM and by
+#:    the models that hold one (``Reranked``, ``TextClassifier``).
+FORMAT_VERSION = 5
 
 #: Files of versions ``OLDEST_READABLE_VERSION`` to ``FORMAT_VERSION`` are read;
 #: others are refused with a message saying what to do.

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ._base import TopKEstimator, check_int, estimator_class, label_id_count
+from ._base import TopKEstimator, check_int, estimator_class, label_id_count, upgrade_learner_state
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 from .text import TextVectorizer, decode_strings, encode_strings
 
@@ -210,6 +210,11 @@ class TextClassifier(TopKEstimator):
                   **{ESTIMATOR_PREFIX + name: a for name, a in learner_arrays.items()},
                   **{VECTORIZER_PREFIX + name: a for name, a in vectorizer_arrays.items()}}
         return params, arrays
+
+    @classmethod
+    def _upgrade_state(cls, version: int, params: dict, arrays: dict) -> tuple[dict, dict]:
+        """An older file's state, its learner's part upgraded by the learner."""
+        return upgrade_learner_state(version, params, arrays, ESTIMATOR_PREFIX)
 
     @classmethod
     def _from_state(cls, params: dict, arrays: dict) -> TextClassifier:

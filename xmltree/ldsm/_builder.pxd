@@ -4,8 +4,9 @@
 # Tree invariants (the flat-tree contract with _forest.pyx): the root is node 0;
 # the children of an internal node v are first_child[v] + m for m < arity and
 # have larger ids than v; a leaf has first_child == -1, no regressors and a
-# label histogram normalised to sum to 1; regressor m of node v is CSR row
-# v * arity + m of the weight arrays, with sorted feature ids.
+# label histogram normalised to sum to 1; node v's weights are CSR row v of
+# the weight arrays: the sorted union of its regressors' feature ids, each
+# with one weight per regressor (0 where that regressor kept none).
 
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libcpp.queue cimport priority_queue
@@ -32,10 +33,10 @@ cdef class TreeBuilder:
     cdef vector[index_t] depth            # (n_nodes,) 0 for the root
     cdef vector[offset_t] n_samples       # (n_nodes,) training examples at the node
     cdef vector[float32_t] bias           # (n_nodes * M,) regressor biases, 0 for leaves
-    cdef vector[offset_t] weight_begin    # (n_nodes * M,) start of the regressor in weight_feature
-    cdef vector[offset_t] weight_end      # (n_nodes * M,) end of the regressor in weight_feature
-    cdef vector[index_t] weight_feature   # stored weights of all regressors, by span
-    cdef vector[float32_t] weight_value   # (same length)
+    cdef vector[offset_t] weight_begin    # (n_nodes,) start of the node in weight_feature
+    cdef vector[offset_t] weight_end      # (n_nodes,) end of the node in weight_feature
+    cdef vector[index_t] weight_feature   # feature ids of all nodes' weights, by span
+    cdef vector[float32_t] weight_value   # (M per feature id) their weights, child by child
     cdef vector[offset_t] leaf_begin      # (n_nodes,) leaf's span in the leaf buffers
     cdef vector[offset_t] leaf_end        # (n_nodes,)
     cdef vector[index_t] leaf_label       # normalised histograms of all leaves, by span
@@ -63,6 +64,7 @@ cdef class TreeBuilder:
     cdef int consider(self, index_t node) except -1 nogil
     cdef int expand(self, index_t node) except -1 nogil
     cdef int store_split(self, index_t node) except -1 nogil
+    cdef int store_weights(self, index_t node) except -1 nogil
     cdef int count_labels(self, const vector[index_t]& rows) except -1 nogil
     cdef int store_leaf(self, index_t node) except -1 nogil
     cdef int keep_most_frequent_labels(self) except -1 nogil

@@ -213,29 +213,29 @@ cdef inline offset_t find_weight(const index_t* indices, offset_t n,
 cdef void search_node_weights(const ForestArrays* f, index_t node, const Scratch* s,
                               index_t k, float64_t* scores) noexcept nogil:
     """`score_node` for weights that are not spread: look each feature of
-    example `k` of the block up in the node's sorted regressors.
+    example `k` of the block up in the node's sorted feature ids, once for
+    all its regressors.
 
     Adds the products `score_node` adds, in the same order: the feature's
-    weight when the regressor has one, else 0.0 as the all-zero entries of
-    the node block give, so the scores are the same bit for bit.
+    weight when the node has one, else 0.0 as the all-zero entries of the
+    node block give, so the scores are the same bit for bit.
     """
-    cdef index_t m
-    cdef offset_t p, j, begin, n, regressor = <offset_t>node * f.arity
-    cdef const index_t* indices
-    cdef float64_t score, weight
-    for m in range(f.arity):
-        begin = f.weight_indptr[regressor + m]
-        n = f.weight_indptr[regressor + m + 1] - begin
-        indices = f.weight_indices + begin
-        score = scores[m]
-        for p in range(s.example_start[k], s.example_start[k + 1]):
-            if n > 0:
-                j = find_weight(indices, n, s.feature_index[p])
-                weight = f.weight_values[begin + j] if indices[j] == s.feature_index[p] else 0.0
-            else:
-                weight = 0.0
-            score += <float64_t>s.feature_value[p] * weight
-        scores[m] = score
+    cdef index_t m, arity = f.arity
+    cdef offset_t p, j, begin = f.weight_indptr[node]
+    cdef offset_t n = f.weight_indptr[node + 1] - begin
+    cdef const index_t* indices = f.weight_indices + begin
+    cdef const float32_t* weights
+    cdef float64_t value
+    if n == 0:
+        return  # every product is x * 0.0: the scores stay the bias
+    for p in range(s.example_start[k], s.example_start[k + 1]):
+        j = find_weight(indices, n, s.feature_index[p])
+        if indices[j] != s.feature_index[p]:
+            continue  # x * 0.0 for every regressor: no change to a float64 sum
+        weights = f.weight_values + (begin + j) * arity
+        value = <float64_t>s.feature_value[p]
+        for m in range(arity):
+            scores[m] += value * <float64_t>weights[m]
 
 
 cdef bint spreading_pays(const ForestArrays* f, const Scratch* s, index_t node,
@@ -243,40 +243,40 @@ cdef bint spreading_pays(const ForestArrays* f, const Scratch* s, index_t node,
     """Whether spreading the weights of `node` for its `count` examples
     costs less than searching them for each example.
 
-    Spreading writes every weight of the node and later clears it, about
-    SPREAD_COST binary-search steps a weight; searching takes about log2
-    (weights per regressor) steps per feature of each example and regressor.
-    Deep in a large tree a node often receives one or two examples of the
-    block: spreading its thousands of weights then costs several times
-    more than looking their ~100 features up.
+    Spreading writes the weights of every feature id of the node and later
+    clears them, about SPREAD_COST binary-search steps an id; searching
+    takes about log2(feature ids of the node) steps per feature of each
+    example. Deep in a large tree a node often receives one or two examples
+    of the block: spreading its thousands of weights then costs several
+    times more than looking their ~100 features up.
     """
-    cdef offset_t regressor = <offset_t>node * f.arity
-    cdef offset_t n_weights = f.weight_indptr[regressor + f.arity] - f.weight_indptr[regressor]
-    cdef offset_t per_regressor = n_weights // f.arity, steps = 1, n_steps = 0
+    cdef offset_t n_ids = f.weight_indptr[node + 1] - f.weight_indptr[node]
+    cdef offset_t remaining = n_ids, steps = 1, n_steps = 0
     cdef index_t i, k
-    while per_regressor > 1:
-        per_regressor //= 2
+    while remaining > 1:
+        remaining //= 2
         steps += 1
     for i in range(count):
         k = examples[i]
-        n_steps += (s.example_start[k + 1] - s.example_start[k]) * f.arity * steps
-        if n_steps > SPREAD_COST * n_weights:
+        n_steps += (s.example_start[k + 1] - s.example_start[k]) * steps
+        if n_steps > SPREAD_COST * n_ids:
             return True
     return False
 
 
 cdef void spread_node_weights(const ForestArrays* f, index_t node, float32_t* block,
                               bint clear) noexcept nogil:
-    """Write the sparse regressors of `node` into the all-zero node `block`,
+    """Write the weights of `node` into the all-zero node `block`,
     feature-major (weight of child m for feature j at
     ``feature_slot[j] * arity + m``, so one cache line serves every child);
     with `clear`, zero those entries again."""
     cdef index_t m, arity = f.arity
-    cdef offset_t p, regressor = <offset_t>node * arity
-    for m in range(arity):
-        for p in range(f.weight_indptr[regressor + m], f.weight_indptr[regressor + m + 1]):
-            block[<offset_t>f.feature_slot[f.weight_indices[p]] * arity + m] = (
-                0 if clear else f.weight_values[p])
+    cdef offset_t p
+    cdef float32_t* slot
+    for p in range(f.weight_indptr[node], f.weight_indptr[node + 1]):
+        slot = block + <offset_t>f.feature_slot[f.weight_indices[p]] * arity
+        for m in range(arity):
+            slot[m] = 0 if clear else f.weight_values[p * arity + m]
 
 
 cdef index_t split_node(const ForestArrays* f, Scratch* s, index_t depth) noexcept nogil:

@@ -107,8 +107,7 @@ def _share_forest_arrays(forest: Forest, trees: list[dict]) -> list[dict]:
     views = []
     for t, tree in enumerate(trees):
         first, last = int(offsets[t]), int(offsets[t + 1])
-        weights = slice(int(forest.weight_indptr[first * arity]),
-                        int(forest.weight_indptr[last * arity]))
+        weights = slice(int(forest.weight_indptr[first]), int(forest.weight_indptr[last]))
         leaves = slice(int(forest.leaf_indptr[first]), int(forest.leaf_indptr[last]))
         view = dict(
             weight_indices=forest.weight_indices[weights],

@@ -10,9 +10,9 @@ cdef class Forest:
     # hold raw pointers into them).
     cdef readonly object tree_offset     # int64 (n_trees + 1,)
     cdef readonly object first_child     # int32 (n_nodes,), global ids, -1 for leaves
-    cdef readonly object weight_indptr   # int64 (n_nodes * arity + 1,)
-    cdef readonly object weight_indices  # int32 (n_weights,)
-    cdef readonly object weight_values   # float32 (n_weights,)
+    cdef readonly object weight_indptr   # int64 (n_nodes + 1,)
+    cdef readonly object weight_indices  # int32 (n_weight_ids,)
+    cdef readonly object weight_values   # float32 (n_weight_ids, arity)
     cdef readonly object bias            # float32 (n_nodes * arity,)
     cdef readonly object tree_ids        # FeatureIds of the trees' weights
     cdef readonly object feature_slot    # int32 (tree_ids.width,), see ForestArrays

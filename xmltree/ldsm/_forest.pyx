@@ -178,7 +178,7 @@ cdef class Forest:
         cdef const index_t[::1] first_child = self.first_child
         cdef const offset_t[::1] weight_indptr = self.weight_indptr
         cdef const index_t[::1] weight_indices = self.tree_ids.kernel_indices
-        cdef const float32_t[::1] weight_values = self.weight_values
+        cdef const float32_t[::1] weight_values = self.weight_values.reshape(-1)
         cdef const float32_t[::1] bias = self.bias
         cdef const index_t[::1] feature_slot = self.feature_slot
         cdef const offset_t[::1] leaf_indptr = self.leaf_indptr

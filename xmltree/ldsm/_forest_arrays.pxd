@@ -6,9 +6,10 @@
 # are global (tree t owns nodes tree_offset[t] .. tree_offset[t + 1] - 1, and
 # its root is tree_offset[t]). Invariants, checked in Python before any
 # kernel runs (see `xmltree.ldsm._tree_arrays.check_tree`): inside each tree a
-# child id is larger than its parent's id, an internal node has exactly `arity` consecutive children
-# and `arity` regressors, a leaf has a non-empty label histogram, every weight
-# index is < n_features and every label is < n_labels.
+# child id is larger than its parent's id, an internal node has exactly
+# `arity` consecutive children and `arity` regressors sharing one sorted list
+# of feature ids, a leaf has no weights and a non-empty label histogram,
+# every weight index is < n_features and every label is < n_labels.
 #
 # Feature ids are as the kernels index them (``_tree_arrays.FeatureIds``):
 # the model's own, or their ranks among those the weights use, in the
@@ -67,9 +68,10 @@ cdef struct ForestArrays:
                                  # instead of averaging them
     const offset_t* tree_offset  # (n_trees + 1,) first global node id of each tree
     const index_t* first_child   # (n_nodes,) global id of child 0, -1 for a leaf
-    const offset_t* weight_indptr    # (n_nodes * arity + 1,) CSR rows = regressors
-    const index_t* weight_indices    # sorted feature ids within each regressor
-    const float32_t* weight_values   # regressor weights
+    const offset_t* weight_indptr    # (n_nodes + 1,) CSR rows = nodes
+    const index_t* weight_indices    # sorted feature ids within each node
+    const float32_t* weight_values   # (n_weight_ids * arity,) for each id, its weight
+                                     # in every regressor of the node (0: none kept)
     const float32_t* bias            # (n_nodes * arity,) regressor biases
     const index_t* feature_slot      # (n_tree_ids,) position of each feature in a node
                                      # block (see Scratch.node_block): most used features

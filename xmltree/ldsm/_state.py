@@ -1,6 +1,6 @@
 """LdSM's model-file state: each component under its own prefix, older files upgraded in one place.
 
-A version 4 file holds, in ``params``::
+A version 5 file holds, in ``params``::
 
     hyper_parameters   the estimator's get_params()
     resolved           every setting as fitted ("auto" resolved): what predicts
@@ -11,7 +11,7 @@ A version 4 file holds, in ``params``::
 and, in ``arrays``, ``tree<t>/<name>`` for the ``TREE_ARRAYS`` of every
 tree, ``scaling/...`` for the scaler and the leaf model's ``ARRAY_PREFIX``
 names. Nothing else is accepted. :func:`upgrade_state` turns files of
-versions 1-3 into this layout.
+versions 1-4 into this layout.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ._fitted import FittedLdSM
 from ._leaf_models import LEAF_MODELS
 from ._params import LDSM_PARAMS, PREDICTION_SETTINGS
 from ._training import resolve_for_prediction
-from ._tree_arrays import TREE_ARRAYS
+from ._tree_arrays import MAX_ARITY, TREE_ARRAYS, weights_by_node
 
 __all__ = ["get_state", "fitted_from_state", "upgrade_state"]
 
@@ -57,7 +57,7 @@ def get_state(hyper_parameters: dict, fitted: FittedLdSM) -> tuple[dict, dict]:
 
 
 def fitted_from_state(params: dict, arrays: dict) -> tuple[dict, FittedLdSM]:
-    """The hyper-parameters and the checked fitted state of a version 4 state.
+    """The hyper-parameters and the checked fitted state of a current state.
 
     Raises
     ------
@@ -92,18 +92,28 @@ def fitted_from_state(params: dict, arrays: dict) -> tuple[dict, FittedLdSM]:
 
 def upgrade_state(version: int, params: dict, arrays: dict,
                   defaults: dict) -> tuple[dict, dict]:
-    """The state of a file of format `version` in the version 4 layout.
+    """The state of a file of format `version` in the current layout.
 
     Files of versions 1-3 stored the hyper-parameters as given ("auto"
     included), without those added after them (which take `defaults`, the
     estimator's, or what the model was before the option existed), and
     resolved the prediction settings at load, as they still are
     (``resolve_at_load``). A re-ranker they carry (``LdSM(rerank=...)``, now
-    :class:`xmltree.rerank.Reranked`) stays in ``params["reranker"]``.
+    :class:`xmltree.rerank.Reranked`) stays in ``params["reranker"]``. Files
+    of versions 1-4 stored each regressor's weights as a row of their own;
+    they get one list of feature ids a node (``weights_by_node``).
     """
-    if version >= 4 or not isinstance(params, dict) or not isinstance(
-            params.get("hyper_parameters"), dict):
-        return params, arrays
+    if not isinstance(params, dict) or not isinstance(params.get("hyper_parameters"), dict):
+        return params, arrays  # refused by fitted_from_state
+    if version < 4:
+        params = _settings_as_version_4(version, params, arrays, defaults)
+    if version < 5:
+        arrays = _weights_by_node(params, arrays)
+    return params, arrays
+
+
+def _settings_as_version_4(version: int, params: dict, arrays: dict, defaults: dict) -> dict:
+    """The parameters of a file of versions 1-3 as version 4 stores them."""
     hyper = {**defaults, **_OLD_DEFAULTS, **params["hyper_parameters"]}
     hyper.pop("rerank", None)
     # Resolved at load, from the hyper-parameters, as these files always were.
@@ -114,7 +124,25 @@ def upgrade_state(version: int, params: dict, arrays: dict,
         params["reranker"] = upgrade_reranker_state(
             version, params["reranker"], arrays,
             "train the model again and re-rank it with xmltree.rerank.Reranked")
-    return params, arrays
+    return params
+
+
+def _weights_by_node(params: dict, arrays: dict) -> dict:
+    """`arrays` with every tree's regressor rows turned into one id list a node."""
+    arity = params["hyper_parameters"].get("arity")
+    if not is_int(arity) or not 2 <= arity <= MAX_ARITY:
+        return arrays  # refused by fitted_from_state
+    arrays = dict(arrays)
+    names = ("weight_indptr", "weight_indices", "weight_values")
+    for key in [key for key in arrays if key.endswith("/weight_indptr")]:
+        tree = key[:-len("weight_indptr")]
+        stored = [arrays.get(tree + name) for name in names]
+        try:
+            converted = weights_by_node(*stored, arity)
+        except ModelFormatError as exc:
+            raise ModelFormatError(f"LdSM model, {tree[:-1]}: {exc}") from None
+        arrays.update(zip((tree + name for name in names), converted))
+    return arrays
 
 
 def _with_added(settings):

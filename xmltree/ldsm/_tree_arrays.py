@@ -22,7 +22,7 @@ from ..exceptions import DataFormatError, ModelFormatError
 
 __all__ = ["TREE_ARRAYS", "ROUTING_THRESHOLDS", "MAX_ARITY", "LEAF_SCORES", "LEAF_AGGREGATIONS",
            "MIN_DIRECT_IDS", "DIRECT_IDS_PER_WEIGHT", "FeatureIds", "routing_threshold",
-           "check_tree", "concatenate_trees", "feature_slots"]
+           "check_tree", "weights_by_node", "concatenate_trees", "feature_slots"]
 
 #: Routing threshold on the raw regressor score for each routing mode: the
 #: authors' 0.5 on the margin, or sigmoid(z) >= 0.5, i.e. z >= 0.
@@ -136,7 +136,7 @@ def _check_dtypes(tree):
             raise ModelFormatError(
                 f"tree array {name!r} has dtype {array.dtype}, expected {np.dtype(dtype)}"
             )
-        if array.ndim != (2 if name == "bias" else 1):
+        if array.ndim != (2 if name in ("bias", "weight_values") else 1):
             raise ModelFormatError(f"tree array {name!r} has {array.ndim} dimensions")
 
 
@@ -146,7 +146,7 @@ def _check_shapes(tree, n_nodes, arity):
         "depth": (n_nodes,),
         "n_samples": (n_nodes,),
         "bias": (n_nodes, arity),
-        "weight_indptr": (n_nodes * arity + 1,),
+        "weight_indptr": (n_nodes + 1,),
         "leaf_indptr": (n_nodes + 1,),
         "trace_indptr": (n_nodes + 1,),
     }
@@ -196,12 +196,12 @@ def _check_csr(indptr, entries, name, n_cols=None):
 
 def _check_rows_present(tree, is_leaf, arity):
     """Internal nodes have regressors and no histogram; leaves the opposite."""
-    if tree["weight_values"].shape != tree["weight_indices"].shape:
-        raise ModelFormatError("tree weight indices and values differ in length")
+    if tree["weight_values"].shape != (tree["weight_indices"].shape[0], arity):
+        raise ModelFormatError("tree weight values are not one row of arity weights "
+                               "per feature id")
     if tree["leaf_values"].shape != tree["leaf_labels"].shape:
         raise ModelFormatError("tree leaf labels and values differ in length")
-    weight_rows = np.diff(tree["weight_indptr"]).reshape(-1, arity)
-    if np.any(weight_rows[is_leaf] != 0):
+    if np.any(np.diff(tree["weight_indptr"])[is_leaf] != 0):
         raise ModelFormatError("tree has regressor weights on a leaf, which must have none")
     histogram_sizes = np.diff(tree["leaf_indptr"])
     if np.any(histogram_sizes[~is_leaf] != 0):
@@ -226,6 +226,56 @@ def _check_histograms(tree, is_leaf, leaf_scores):
     sums = np.add.reduceat(values.astype(np.float64), starts) if values.size else np.zeros(0)
     if np.any(sums > 1.0 + 1e-3):
         raise ModelFormatError("tree has a leaf histogram that sums to more than 1")
+
+
+#: Feature ids are below this (int32): a node and an id pack into one int64 key.
+_ID_RANGE = 2**31
+
+
+def weights_by_node(indptr, indices, values, arity):
+    """A tree's weights stored regressor by regressor, in the layout of today's trees.
+
+    Model files of format version 4 and older keep regressor m of node v as
+    CSR row ``v * arity + m`` of ``(weight_indptr, weight_indices,
+    weight_values)``; today a node has one sorted list of feature ids, the
+    union of its regressors', with a weight per regressor (0 where it kept
+    none): see ``xmltree.ldsm._builder.build_tree``.
+
+    Parameters
+    ----------
+    indptr : numpy.ndarray of int64, shape (n_nodes * arity + 1,)
+    indices : numpy.ndarray of int32
+    values : numpy.ndarray of float32, same length
+    arity : int
+
+    Returns
+    -------
+    weight_indptr, weight_indices, weight_values : numpy.ndarray
+        int64 (n_nodes + 1,), int32 (n_ids,) and float32 (n_ids, arity).
+
+    Raises
+    ------
+    ModelFormatError
+        If the arrays are not one CSR row of sorted unique feature ids per
+        regressor.
+    """
+    for name, array, dtype in (("weight_indptr", indptr, np.int64),
+                               ("weight_indices", indices, np.int32),
+                               ("weight_values", values, np.float32)):
+        if not isinstance(array, np.ndarray) or array.dtype != dtype or array.ndim != 1:
+            raise ModelFormatError(f"tree array {name!r} is missing or not a 1-D "
+                                   f"{np.dtype(dtype).name} array")
+    if indptr.shape[0] < 1 or (indptr.shape[0] - 1) % arity or values.shape != indices.shape:
+        raise ModelFormatError("tree weights are not one CSR row per regressor")
+    _check_csr(indptr, indices, "weight indices", _ID_RANGE - 1)
+    n_nodes = (indptr.shape[0] - 1) // arity
+    regressor = np.repeat(np.arange(n_nodes * arity, dtype=np.int64), np.diff(indptr))
+    keys, position = np.unique(regressor // arity * _ID_RANGE + indices, return_inverse=True)
+    by_node = np.zeros((keys.size, arity), dtype=np.float32)
+    by_node[position, regressor % arity] = values
+    node_indptr = np.zeros(n_nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys // _ID_RANGE, minlength=n_nodes), out=node_indptr[1:])
+    return node_indptr, (keys % _ID_RANGE).astype(np.int32), by_node
 
 
 # --------------------------------------------------------------------------
@@ -400,7 +450,8 @@ def _join(trees: list[dict], name: str, release: bool) -> np.ndarray:
     of twice while a single ``np.concatenate`` runs.
     """
     sizes = [tree[name].shape[0] for tree in trees]
-    joined = np.empty(sum(sizes), dtype=np.result_type(*[tree[name] for tree in trees]))
+    joined = np.empty((sum(sizes),) + trees[0][name].shape[1:],
+                      dtype=np.result_type(*[tree[name] for tree in trees]))
     start = 0
     for tree, size in zip(trees, sizes):
         joined[start:start + size] = tree.pop(name) if release else tree[name]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._base import TopKEstimator, check_k, estimator_class, label_id_count
+from .._base import TopKEstimator, check_k, estimator_class, label_id_count, upgrade_learner_state
 from .._validation import check_labels, widen
 from ..exceptions import ModelFormatError, NotFittedError
 from ._estimator import Reranker
@@ -149,6 +149,11 @@ class Reranked(TopKEstimator):
                   "reranker": reranker_params}
         arrays = {ESTIMATOR_PREFIX + name: array for name, array in learner_arrays.items()}
         return params, {**arrays, **reranker_arrays}
+
+    @classmethod
+    def _upgrade_state(cls, version: int, params: dict, arrays: dict) -> tuple[dict, dict]:
+        """An older file's state, its learner's part upgraded by the learner."""
+        return upgrade_learner_state(version, params, arrays, ESTIMATOR_PREFIX)
 
     @classmethod
     def _from_state(cls, params: dict, arrays: dict) -> Reranked:
