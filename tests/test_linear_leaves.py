@@ -326,6 +326,10 @@ def test_biases_are_the_solvers_raised_by_the_labels_log_prior(problem, monkeypa
     assert (model.label_weights_ != weights).nnz == 0
 
 
+#: Settings under which C="auto" runs its check: the wider descent.
+WIDE = {**LINEAR, "descent_threshold": 0.05}
+
+
 def spy_on_choose_C(monkeypatch, check_gains):
     """Make the check's nDCG@5 of each C tried ``baseline + check_gains[step]``
     per row (noise of a known spread on top), and record every solve."""
@@ -334,12 +338,12 @@ def spy_on_choose_C(monkeypatch, check_gains):
     real_solve = _linear_leaves._solve
 
     def solve(X, indptr, examples, targets, solver, verbose, **title):
-        solves.append((X.shape[0], solver))
+        solves.append((X.shape[0], indptr.size - 1, solver))
         return real_solve(X, indptr, examples, targets, solver, verbose, **title)
 
     def ndcg(Y, ranked, k):
         rows = np.random.default_rng(len(tried)).normal(0.5, 0.1, Y.shape[0])
-        tried.append(Y.shape[0])
+        tried.append(Y)
         return rows + check_gains[len(tried) - 1]
     monkeypatch.setattr(_linear_leaves, "_solve", solve)
     monkeypatch.setattr(_linear_leaves, "ndcg_by_row", ndcg)
@@ -356,26 +360,56 @@ def test_auto_C_steps_up_while_the_rows_set_aside_rank_clearly_better(
         problem, monkeypatch, check_gains, chosen):
     X, Y, _, _ = problem
     solves, tried = spy_on_choose_C(monkeypatch, check_gains)
-    model = LdSM(**{**LINEAR, "C": "auto"}).fit(X, Y)
+    model = LdSM(**{**WIDE, "C": "auto"}).fit(X, Y)
     assert model.resolved_params_["C"] == pytest.approx(chosen)
     n_check = int(_linear_leaves.C_CHECK_SHARE * X.shape[0])
     *checks, final = solves
     assert len(checks) == len(tried) == min(len(check_gains), _linear_leaves.MAX_C_STEPS + 1)
     # The check's classifiers never see the rows that judge them, and take a few passes.
-    for step, (n_rows, solver) in enumerate(checks):
-        assert n_rows == X.shape[0] - n_check and tried[step] == n_check
+    for step, (n_rows, n_labels, solver) in enumerate(checks):
+        assert n_rows == X.shape[0] - n_check and tried[step].shape[0] == n_check
+        assert n_labels == Y.shape[1]  # fewer labels than C_CHECK_MIN_LABELS: all judge
         assert solver["C"] == pytest.approx(0.35 * 4 ** step)
         assert solver["max_epochs"] == _linear_leaves.CHECK_MAX_EPOCHS
     # The model's classifiers: all the rows, the C chosen, a full solve.
-    assert final[0] == X.shape[0] and final[1]["C"] == pytest.approx(chosen)
-    assert final[1]["max_epochs"] == _linear_leaves.MAX_EPOCHS
+    assert final[0] == X.shape[0] and final[2]["C"] == pytest.approx(chosen)
+    assert final[2]["max_epochs"] == _linear_leaves.MAX_EPOCHS
+
+
+def test_auto_C_judges_a_sample_of_the_labels_on_the_rows_that_carry_one(problem,
+                                                                          monkeypatch):
+    X, Y, _, _ = problem
+    monkeypatch.setattr(_linear_leaves, "C_CHECK_MIN_LABELS", 3)
+    monkeypatch.setattr(_linear_leaves, "C_CHECK_LABEL_SHARE", 0.25)
+    solves, tried = spy_on_choose_C(monkeypatch, (0.0, -0.1))
+    LdSM(**{**WIDE, "C": "auto"}).fit(X, Y)
+    n_sampled = round(0.25 * Y.shape[1])
+    fit_rows, n_labels, _ = solves[0]
+    assert n_labels == n_sampled and solves[-1][1] == Y.shape[1]
+    # Judged: set-aside rows carrying a sampled label, by those labels alone.
+    judged = tried[0]
+    n_check = X.shape[0] - fit_rows
+    assert judged.shape[1] == n_sampled and 0 < judged.shape[0] <= n_check
+    assert np.all(np.diff(judged.indptr) > 0)
+
+
+def test_auto_C_is_the_base_without_a_check_where_the_trees_descend_as_trained(
+        problem, monkeypatch):
+    X, Y, X_test, _ = problem
+    solves, tried = spy_on_choose_C(monkeypatch, (0.0, 0.4))
+    default = LdSM(**LINEAR).fit(X, Y)
+    assert default.resolved_params_["C"] == _linear_leaves.BASE_C == 0.35
+    assert tried == [] and [solver["C"] for _, _, solver in solves] == [0.35]
+    base = LdSM(**{**LINEAR, "C": 0.35}).fit(X, Y)
+    for a, b in zip(default.predict(X_test), base.predict(X_test)):
+        assert np.array_equal(a, b)
 
 
 def test_auto_C_that_keeps_the_base_fits_the_base_model_bit_for_bit(problem, monkeypatch):
     X, Y, X_test, _ = problem
     spy_on_choose_C(monkeypatch, (0.0, -0.1))
-    auto = LdSM(**{**LINEAR, "C": "auto"}).fit(X, Y)
-    base = LdSM(**{**LINEAR, "C": _linear_leaves.BASE_C}).fit(X, Y)
+    auto = LdSM(**{**WIDE, "C": "auto"}).fit(X, Y)
+    base = LdSM(**{**WIDE, "C": _linear_leaves.BASE_C}).fit(X, Y)
     assert (auto.label_weights_ != base.label_weights_).nnz == 0
     assert np.array_equal(auto.label_bias_, base.label_bias_)
     for a, b in zip(auto.predict(X_test), base.predict(X_test)):
@@ -392,7 +426,7 @@ def test_auto_C_keeps_the_base_without_enough_rows_to_judge(problem, monkeypatch
         solved_with.append(solver["C"])
         return real_solve(X, indptr, examples, targets, solver, verbose, **title)
     monkeypatch.setattr(_linear_leaves, "_solve", solve)
-    model = LdSM(**{**LINEAR, "C": "auto"}).fit(X, Y)
+    model = LdSM(**{**WIDE, "C": "auto"}).fit(X, Y)
     assert model.resolved_params_["C"] == _linear_leaves.BASE_C
     assert solved_with == [_linear_leaves.BASE_C]
 
@@ -401,8 +435,8 @@ def test_auto_C_fits_alike_on_any_threads_and_survives_save_and_load(problem, mo
                                                                      tmp_path):
     X, Y, X_test, _ = problem
     monkeypatch.setattr(_linear_leaves, "C_CHECK_MIN_ROWS", 10)
-    one = LdSM(**{**LINEAR, "C": "auto"}, n_jobs=1).fit(X, Y)
-    two = LdSM(**{**LINEAR, "C": "auto"}, n_jobs=2).fit(X, Y)
+    one = LdSM(**{**WIDE, "C": "auto"}, n_jobs=1).fit(X, Y)
+    two = LdSM(**{**WIDE, "C": "auto"}, n_jobs=2).fit(X, Y)
     assert isinstance(one.resolved_params_["C"], float)
     assert (one.label_weights_ != two.label_weights_).nnz == 0
     one.save(tmp_path / "model.npz")
@@ -415,9 +449,38 @@ def test_auto_C_fits_alike_on_any_threads_and_survives_save_and_load(problem, mo
 def test_auto_C_shows_each_check_while_fitting(problem, monkeypatch, capsys):
     X, Y, _, _ = problem
     monkeypatch.setattr(_linear_leaves, "C_CHECK_MIN_ROWS", 10)
-    LdSM(**{**LINEAR, "C": "auto"}, verbose=True).fit(X, Y)
+    LdSM(**{**WIDE, "C": "auto"}, verbose=True).fit(X, Y)
     progress = capsys.readouterr().err
     assert "checking C=0.35" in progress and "checking C=1.4" in progress
+
+
+def slow_rank_by_margin(X, candidates, weights, bias, depth):
+    """rank_by_margin, one row and one candidate at a time."""
+    dense_X, dense_W = X.toarray().astype(np.float64), weights.toarray().astype(np.float64)
+    ranked = np.full((X.shape[0], depth), -1)
+    for row in range(X.shape[0]):
+        labels = [label for label in candidates[row] if label >= 0]
+        scores = [dense_X[row] @ dense_W[label] + bias[label] for label in labels]
+        order = sorted(range(len(labels)), key=lambda i: -scores[i])[:depth]
+        ranked[row, :len(order)] = [labels[i] for i in order]
+    return ranked
+
+
+def test_rank_by_margin_matches_a_slow_reference(monkeypatch):
+    rng = np.random.default_rng(3)
+    X = check_features(sp.random(30, 8, density=0.5, random_state=rng, dtype=np.float32,
+                                 format="csr"))
+    weights = sp.random(12, 8, density=0.6, random_state=rng, dtype=np.float32, format="csr")
+    bias = rng.normal(size=12).astype(np.float32)
+    candidates = np.full((30, 6), -1, dtype=np.int32)
+    for row in range(30):
+        # Rows with 0 to 6 candidates: fewer than the depth pad with -1.
+        size = row % 7
+        candidates[row, :size] = rng.choice(12, size, replace=False)
+    # Blocks of a few rows, as the large problems get.
+    monkeypatch.setattr(_linear_leaves, "RANKING_BLOCK_ENTRIES", 40)
+    ranked = _linear_leaves.rank_by_margin(X, candidates, weights, bias, 4)
+    np.testing.assert_array_equal(ranked, slow_rank_by_margin(X, candidates, weights, bias, 4))
 
 
 def test_a_gain_counts_when_it_clears_two_standard_errors():

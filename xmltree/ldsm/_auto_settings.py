@@ -16,7 +16,8 @@ __all__ = ["LEAF_SIZE", "LEAVES_PER_LABEL", "MAX_AUTO_NODES", "FULL_FLOOR_NODES"
            "EPOCH_TOLERANCE", "CANDIDATES", "WIDE_DESCENT_CANDIDATES", "auto_node_budget",
            "auto_weight_floor", "resolve_descent_threshold", "resolve_histogram_weight",
            "resolve_max_wide_branches", "resolve_max_leaf_labels", "resolve_max_row_features",
-           "resolve_epochs", "resolve_epoch_tolerance", "resolve_n_candidates"]
+           "resolve_epochs", "resolve_epoch_tolerance", "resolve_n_candidates", "CLASSIFIER_C",
+           "resolve_C"]
 
 #: Training examples per leaf that ``max_nodes=None`` aims at: small leaves
 #: make the histograms local and the candidates precise.
@@ -266,3 +267,26 @@ def resolve_n_candidates(setting, descent_threshold: float, training_threshold: 
         wide = descent_threshold < training_threshold
         setting = WIDE_DESCENT_CANDIDATES if wide else CANDIDATES
     return min(setting, n_labels)
+
+
+#: The label classifiers' C where the trees descend as trained (few labels):
+#: the best single value on held-out rows of the real development sets, and
+#: the one that the check of ``C="auto"`` kept on every one of them. With
+#: the wider descent (many labels) "auto" checks C on training rows set
+#: aside (``xmltree.ldsm._linear_leaves.choose_C``): there a sample of the
+#: labels judges it at a small share of the fit, and the synthetic shapes,
+#: whose labels follow their features with little noise, want a larger C
+#: ("Choosing C at fit", "C checked where labels are many").
+CLASSIFIER_C = 0.35
+
+
+def resolve_C(setting, descent_threshold: float, training_threshold: float):
+    """The label classifiers' C, or "auto" for the check at fit.
+
+    "auto" gives ``CLASSIFIER_C`` when the fitted trees descend as trained
+    (`descent_threshold` >= `training_threshold`); under the wider descent
+    it stays "auto", for the linear leaves to choose on rows set aside.
+    """
+    if setting == "auto" and descent_threshold >= training_threshold:
+        return CLASSIFIER_C
+    return setting

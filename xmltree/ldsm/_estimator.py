@@ -140,19 +140,21 @@ class LdSM(TopKEstimator):
         regulariser's pull on rare labels does not rank them too low), and
         the other labels get no score. Training and prediction cost per
         example grow with ``n_candidates``, not with the number of labels.
-    C : float or "auto", default=0.35
+    C : float or "auto", default="auto"
         Weight of the classifiers' squared hinge loss against their L2
         regulariser ("linear" leaves), > 0; larger fits the training data
-        more closely. "auto" chooses it from the data: starting at 0.35, C is
-        multiplied by 4 (twice at most) while that ranks a random tenth of
-        the training rows (at most 5000), set aside while the classifiers
-        train, better by more than two standard errors of nDCG@5; the
-        classifiers are then trained on all the rows with the C chosen, which
-        ``resolved_params_`` shows. It pays where labels follow the features
-        with little noise; it costs up to three extra solves (of three passes
-        each) and predictions of the set-aside rows at fit, and a larger C
-        keeps more weights, which slows prediction (``benchmarks/README.md``,
-        "Choosing C at fit").
+        more closely. "auto": 0.35 where the trees descend as trained (at
+        most 2000 labels, see `descent_threshold`), the best single value on
+        the real development sets. Under the wider descent it is chosen at
+        fit: the classifiers of a random tenth of the labels (at least 1000)
+        are trained without a random tenth of the training rows (at most
+        5000), at 0.35, then at 4 and 16 times that while the step ranks
+        those labels among the set-aside rows' candidates better by more
+        than two standard errors of nDCG@5; the model's classifiers are then
+        trained on all the rows at the C chosen, which ``resolved_params_``
+        shows. A larger C pays where labels follow the features with little
+        noise and keeps more weights (``benchmarks/README.md``, "Choosing C
+        at fit").
     n_candidates : int or "auto", default="auto"
         Labels per example that linear leaves re-score at prediction, and
         that make up the label neighbourhoods at training, >= 1; at most the
@@ -301,7 +303,7 @@ class LdSM(TopKEstimator):
                  epoch_tolerance="auto", lambda1=2.0, lambda2=1.0, optimizer="nag",
                  learning_rate=0.1, routing="margin",
                  weight_threshold=0.05, leaf_scores="frequency", leaf_aggregation="mean",
-                 leaf_model="linear", C=0.35, n_candidates="auto", histogram_weight="auto",
+                 leaf_model="linear", C="auto", n_candidates="auto", histogram_weight="auto",
                  descent_threshold="auto", max_wide_branches="auto",
                  max_leaf_labels="auto", max_row_features="auto", feature_scaling="auto",
                  max_weights_per_regressor=2048, max_weights_per_example=4.0,

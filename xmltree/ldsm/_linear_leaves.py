@@ -39,6 +39,7 @@ from .._fit_progress import progress_bar
 from .._validation import check_csr_structure, kernel_csr, take_rows
 from ..exceptions import DataFormatError, ModelFormatError
 from ..metrics._metrics import ndcg_by_row
+from ._auto_settings import CLASSIFIER_C
 from ._label_models import train_label_models
 from ._neighbourhoods import list_neighbourhoods
 
@@ -76,14 +77,13 @@ LOGIT_ADJUSTMENT = 0.05
 #: neighbourhoods.
 RANDOM_NEGATIVES = 4
 
-#: ``C="auto"``: the C it starts from (the default, the best single value
-#: on held-out rows of the real development sets), the factor between the
-#: values it tries, and the most steps up it takes. A larger C lets the
-#: classifiers fit their training rows more closely, which pays where
-#: labels follow the features with little noise (the synthetic shapes) and
-#: costs precision on noisy real data ("Choosing C at fit" in the
-#: benchmarks' lab notebook).
-BASE_C = 0.35
+#: ``C="auto"``: the C it starts from (the default's where labels are few),
+#: the factor between the values it tries, and the most steps up it takes. A
+#: larger C lets the classifiers fit their training rows more closely, which
+#: pays where labels follow the features with little noise (the synthetic
+#: shapes) and costs precision on noisy real data ("Choosing C at fit" in
+#: the benchmarks' lab notebook).
+BASE_C = CLASSIFIER_C
 C_STEP = 4.0
 MAX_C_STEPS = 2
 
@@ -98,6 +98,16 @@ C_CHECK_MIN_ROWS = 100
 #: by more than this many standard errors of the rows' gains: on noise,
 #: ``BASE_C`` stays.
 C_CHECK_STANDARD_ERRORS = 2.0
+
+#: Labels whose classifiers judge each C: a random share of them, and at
+#: least this many (or all). Every label's classifier is trained on its own
+#: neighbourhood, so a sample of the labels costs that share of the solves;
+#: the set-aside rows rank the sampled labels among their candidates.
+C_CHECK_LABEL_SHARE = 0.1
+C_CHECK_MIN_LABELS = 1000
+
+#: Margins ``rank_by_margin`` holds at a time (rows x labels, dense).
+RANKING_BLOCK_ENTRIES = 2**24
 
 #: Depth of the nDCG that judges each C: what users read (P@1 to P@5).
 CHECK_DEPTH = 5
@@ -230,7 +240,7 @@ def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float | 
     solver = {"max_epochs": MAX_EPOCHS, "tolerance": TOLERANCE,
               "weight_threshold": WEIGHT_THRESHOLD, "seed": seed, "n_threads": n_threads}
     if C == "auto":
-        C = choose_C(forest, X, Y, candidates, n_candidates, solver, verbose)
+        C = choose_C(X, Y, candidates, solver, verbose)
     # The candidates are dropped as soon as the neighbourhoods are listed:
     # rows x (training candidates) labels that the classifiers do not need.
     problem = neighbourhoods(candidates, Y, random_negatives=RANDOM_NEGATIVES, seed=seed)
@@ -239,28 +249,26 @@ def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float | 
     return weights, bias + logit_adjustment(Y), C
 
 
-def choose_C(forest, X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray,
-             n_candidates: int, solver: dict, verbose: bool = False) -> float:
+def choose_C(X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray, solver: dict,
+             verbose: bool = False) -> float:
     """The C that ``C="auto"`` resolves to, judged on training rows set aside.
 
-    The classifiers are trained without a random slice of the training rows
-    (``C_CHECK_SHARE`` of them, at most ``C_CHECK_MAX_ROWS``), at ``BASE_C``
-    and then at ``C_STEP`` times the last C, up to ``MAX_C_STEPS`` times;
-    each ranks the slice's candidates alone (no histograms: the trees saw
-    those rows), and a step is taken while it raises their mean nDCG@5 by
-    more than ``C_CHECK_STANDARD_ERRORS`` standard errors of the per-row gain.
+    The classifiers of a random sample of the labels (``C_CHECK_LABEL_SHARE``
+    of them, at least ``C_CHECK_MIN_LABELS``) are trained without a random
+    slice of the training rows (``C_CHECK_SHARE`` of them, at most
+    ``C_CHECK_MAX_ROWS``), at ``BASE_C`` and then at ``C_STEP`` times the
+    last C, up to ``MAX_C_STEPS`` times. Each ranks the sampled labels among
+    the slice's own candidates by margin alone (no histograms: the trees saw
+    those rows), and a step is taken while it raises the mean nDCG@5 of the
+    slice's rows that carry a sampled label by more than
+    ``C_CHECK_STANDARD_ERRORS`` standard errors of the per-row gain.
 
     Parameters
     ----------
-    forest : xmltree.ldsm._forest.Forest
-        The trees. They are left scoring with the last classifiers tried:
-        install the final ones afterwards.
     X, Y : scipy.sparse.csr_matrix
         The checked (and scaled) training rows and their labels.
     candidates : numpy.ndarray of int32, shape (n_samples, n_candidates)
-        The training rows' best labels in the forest.
-    n_candidates : int
-        Labels per example that prediction re-scores.
+        The training rows' best labels in the forest, -1 padded.
     solver : dict
         ``train_label_models``' settings but C.
     verbose : bool, default=False
@@ -270,7 +278,7 @@ def choose_C(forest, X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray,
     -------
     float
     """
-    n_samples = X.shape[0]
+    n_samples, n_labels = Y.shape
     n_check = min(C_CHECK_MAX_ROWS, int(C_CHECK_SHARE * n_samples))
     if n_check < C_CHECK_MIN_ROWS:
         return BASE_C
@@ -278,27 +286,77 @@ def choose_C(forest, X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray,
     held = np.zeros(n_samples, dtype=bool)
     held[rng.choice(n_samples, n_check, replace=False)] = True
     kept, checked = np.flatnonzero(~held), np.flatnonzero(held)
-    X_fit, Y_fit = take_rows(X, kept), take_rows(Y, kept)
-    X_check, Y_check = take_rows(X, checked), take_rows(Y, checked)
-    problem = neighbourhoods(candidates[kept], Y_fit, random_negatives=RANDOM_NEGATIVES,
-                             seed=solver["seed"])
+    sampled = _sample_labels(n_labels, rng)
+    # Label ids in the sample, -1 elsewhere; the last entry maps the padding.
+    position = np.full(n_labels + 1, -1, dtype=np.int32)
+    position[sampled] = np.arange(sampled.size, dtype=np.int32)
+    Y_sampled = Y[:, sampled]
+    Y_sampled.sort_indices()
+    Y_fit = take_rows(Y_sampled, kept)
+    problem = neighbourhoods(position[candidates[kept]], Y_fit,
+                             random_negatives=RANDOM_NEGATIVES, seed=solver["seed"])
+    X_fit = take_rows(X, kept)
+    judged = checked[np.diff(Y_sampled.indptr)[checked] > 0]
+    X_check, Y_check = take_rows(X, judged), take_rows(Y_sampled, judged)
+    check_candidates = position[candidates[judged]]
     adjustment = logit_adjustment(Y_fit)
-    chosen, chosen_ndcg = None, None
+    chosen, chosen_ndcg = BASE_C, None
     for step in range(MAX_C_STEPS + 1):
         C = BASE_C * C_STEP ** step
         weights, bias = _solve(X_fit, *problem,
                                {**solver, "C": C, "max_epochs": CHECK_MAX_EPOCHS}, verbose,
                                title=f"{LABELS_BAR}, checking C={C:g}")
-        forest.use_label_models(weights, bias + adjustment, n_candidates=n_candidates,
-                                histogram_weight=0.0, margin_scale=MARGIN_SCALE)
-        ranked = forest.predict_top_k(X_check, CHECK_DEPTH, solver["n_threads"],
-                                      check_input=False)[0]
+        ranked = rank_by_margin(X_check, check_candidates, weights, bias + adjustment,
+                                CHECK_DEPTH)
         ndcg = ndcg_by_row(Y_check, ranked, CHECK_DEPTH)
-        if chosen is not None and not _clearly_better(ndcg, chosen_ndcg):
+        if chosen_ndcg is not None and not _clearly_better(ndcg, chosen_ndcg):
             break
         chosen, chosen_ndcg = C, ndcg
-    logger.info("C='auto' chose C=%g on %d training rows set aside", chosen, n_check)
+    logger.info("C='auto' chose C=%g on %d training rows set aside and %d labels", chosen,
+                judged.size, sampled.size)
     return chosen
+
+
+def _sample_labels(n_labels: int, rng: np.random.Generator) -> np.ndarray:
+    """The sorted ids of the labels ``C="auto"`` judges."""
+    size = min(n_labels, max(C_CHECK_MIN_LABELS, round(C_CHECK_LABEL_SHARE * n_labels)))
+    return np.sort(rng.choice(n_labels, size, replace=False))
+
+
+def rank_by_margin(X: sp.csr_matrix, candidates: np.ndarray, weights: sp.csr_matrix,
+                   bias: np.ndarray, depth: int) -> np.ndarray:
+    """Each row's `depth` best candidates by classifier margin.
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix of shape (n_samples, n_features)
+    candidates : numpy.ndarray of int32, shape (n_samples, n_candidates)
+        Label ids, -1 padded.
+    weights : scipy.sparse.csr_matrix of shape (n_labels, n_features)
+    bias : numpy.ndarray of shape (n_labels,)
+    depth : int
+
+    Returns
+    -------
+    numpy.ndarray of int32, shape (n_samples, depth)
+        Best first, -1 padded.
+    """
+    ranked = np.full((X.shape[0], depth), -1, dtype=np.int32)
+    if candidates.shape[1] == 0:
+        return ranked
+    transposed = weights.T.tocsr()
+    # A block's margins are dense over every label: bounded in size.
+    block = max(1, RANKING_BLOCK_ENTRIES // max(1, weights.shape[0]))
+    for start in range(0, X.shape[0], block):
+        labels = candidates[start:start + block]
+        margins = (X[start:start + block] @ transposed).toarray()
+        scores = np.take_along_axis(margins, np.maximum(labels, 0), axis=1) + bias[labels]
+        scores[labels < 0] = -np.inf
+        best = np.argsort(-scores, axis=1, kind="stable")[:, :depth]
+        top = np.take_along_axis(labels, best, axis=1)
+        top[np.take_along_axis(scores, best, axis=1) == -np.inf] = -1
+        ranked[start:start + block, :top.shape[1]] = top
+    return ranked
 
 
 def _clearly_better(scores: np.ndarray, baseline: np.ndarray) -> bool:

@@ -51,7 +51,7 @@ LDSM_PARAMS = (
           "histograms (linear) or the histograms alone"),
     Param("C", "real", 0.0, strict=True, words=AUTO,
           help="loss weight of the label classifiers (inverse regularisation; auto: "
-          "chosen on training rows set aside)"),
+          "0.35, or chosen on training rows set aside with the wider descent)"),
     Param("n_candidates", "int", 1, MAX_INDEX, words=AUTO,
           help="labels per example the label classifiers re-score (auto: 1000 with the "
           "wider descent, else 200)"),

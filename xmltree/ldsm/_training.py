@@ -22,6 +22,7 @@ from ..exceptions import DataFormatError
 from ._auto_settings import (
     auto_node_budget,
     auto_weight_floor,
+    resolve_C,
     resolve_descent_threshold,
     resolve_epoch_tolerance,
     resolve_epochs,
@@ -128,6 +129,7 @@ def resolve_before_trees(params: dict, scaler: FeatureScaler, X: sp.csr_matrix,
                                                     training_threshold, n_labels)
     settings["histogram_weight"] = resolve_histogram_weight(
         settings["histogram_weight"], fitted_threshold, training_threshold, X.shape[1])
+    settings["C"] = resolve_C(settings["C"], fitted_threshold, training_threshold)
     return settings
 
 
