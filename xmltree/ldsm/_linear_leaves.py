@@ -39,6 +39,7 @@ from .._fit_progress import progress_bar
 from .._validation import check_csr_structure, kernel_csr, take_rows
 from ..exceptions import DataFormatError, ModelFormatError
 from ..metrics._metrics import ndcg_by_row
+from ..metrics._ranking import top_k
 from ._auto_settings import CLASSIFIER_C
 from ._label_models import train_label_models
 from ._neighbourhoods import list_neighbourhoods
@@ -352,10 +353,9 @@ def rank_by_margin(X: sp.csr_matrix, candidates: np.ndarray, weights: sp.csr_mat
         margins = (X[start:start + block] @ transposed).toarray()
         scores = np.take_along_axis(margins, np.maximum(labels, 0), axis=1) + bias[labels]
         scores[labels < 0] = -np.inf
-        best = np.argsort(-scores, axis=1, kind="stable")[:, :depth]
-        top = np.take_along_axis(labels, best, axis=1)
-        top[np.take_along_axis(scores, best, axis=1) == -np.inf] = -1
-        ranked[start:start + block, :top.shape[1]] = top
+        best = top_k(scores, depth)[0]
+        ranked[start:start + block] = np.where(
+            best >= 0, np.take_along_axis(labels, np.maximum(best, 0), axis=1), -1)
     return ranked
 
 
