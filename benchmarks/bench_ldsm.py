@@ -80,9 +80,12 @@ def run_ldsm(data, n_trees, params, n_jobs, timer):
             X_train, Y_train)
     with timer("predict"):
         labels, _ = ranker.predict_top_k(X_test, k=5)
+    # What the "auto" settings resolved to (C, for one, is chosen at fit).
+    resolved = {name: value.item() if isinstance(value, np.generic) else value
+                for name, value in model.resolved_params_.items()}
     return labels, {"max_depth": int(np.max(model.depth_)),
                     "mean_nodes": float(np.mean(model.n_nodes_)),
-                    "fit_seconds": model.fit_seconds_}
+                    "fit_seconds": model.fit_seconds_, "resolved_params": resolved}
 
 
 def run_napkinxc(data, kind, n_jobs, timer):

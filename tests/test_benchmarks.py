@@ -107,6 +107,24 @@ def test_suite_leaves_out_one_vs_all_peers_on_many_labels(bench_ldsm, monkeypatc
     assert bench_ldsm.peers_for(peers, 20000, suite=False) == peers[1:4]
 
 
+def test_bench_ldsm_reports_what_the_auto_settings_resolved_to(bench_ldsm, tmp_path):
+    import contextlib
+
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    X = sp.random(60, 30, density=0.2, format="csr", random_state=0, dtype=np.float32)
+    dense = rng.random((60, 6)) < 0.3
+    dense[:, 0] |= ~dense.any(axis=1)  # every row has a label
+    Y = sp.csr_matrix(dense.astype(np.float32))
+    _, info = bench_ldsm.run_ldsm((X, Y, X, Y), 2, {"max_nodes": 7, "epochs": 1}, 1,
+                                  lambda phase: contextlib.nullcontext())
+    path = tmp_path / "report.json"
+    bench_ldsm.write_json(path, {"rows": [info]})
+    resolved = json.loads(path.read_text())["rows"][0]["resolved_params"]
+    assert resolved["C"] == 0.35 and resolved["max_nodes"] == 7
+
+
 def test_bench_ldsm_suite_prints_the_table(bench_ldsm, monkeypatch, capsys):
     pytest.importorskip("napkinxc")
     monkeypatch.setattr(bench_ldsm, "SUITE", ("amazon670k-shape@0.002",))

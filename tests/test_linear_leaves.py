@@ -351,7 +351,7 @@ def spy_on_choose_C(monkeypatch, check_gains):
 
 
 @pytest.mark.parametrize("check_gains, chosen", [
-    ((0.0, 0.2, 0.4), 0.35 * 16),  # each step clearly better: up to MAX_C_STEPS
+    ((0.0, 0.2, 0.4, 0.6, 0.8), 0.35 * 64),  # each step clearly better: up to MAX_C_STEPS
     ((0.0, 0.2, 0.2), 0.35 * 4),   # the second step gains nothing
     ((0.0, -0.1), 0.35),           # a larger C ranks worse: the base stays
     ((0.0, 0.01), 0.35),           # a gain within noise is not taken
@@ -365,12 +365,13 @@ def test_auto_C_steps_up_while_the_rows_set_aside_rank_clearly_better(
     n_check = int(_linear_leaves.C_CHECK_SHARE * X.shape[0])
     *checks, final = solves
     assert len(checks) == len(tried) == min(len(check_gains), _linear_leaves.MAX_C_STEPS + 1)
-    # The check's classifiers never see the rows that judge them, and take a few passes.
+    # The check's classifiers never see the rows that judge them, and converge
+    # like the model's own.
     for step, (n_rows, n_labels, solver) in enumerate(checks):
         assert n_rows == X.shape[0] - n_check and tried[step].shape[0] == n_check
         assert n_labels == Y.shape[1]  # fewer labels than C_CHECK_MIN_LABELS: all judge
         assert solver["C"] == pytest.approx(0.35 * 4 ** step)
-        assert solver["max_epochs"] == _linear_leaves.CHECK_MAX_EPOCHS
+        assert solver["max_epochs"] == _linear_leaves.MAX_EPOCHS
     # The model's classifiers: all the rows, the C chosen, a full solve.
     assert final[0] == X.shape[0] and final[2]["C"] == pytest.approx(chosen)
     assert final[2]["max_epochs"] == _linear_leaves.MAX_EPOCHS
@@ -391,6 +392,18 @@ def test_auto_C_judges_a_sample_of_the_labels_on_the_rows_that_carry_one(problem
     n_check = X.shape[0] - fit_rows
     assert judged.shape[1] == n_sampled and 0 < judged.shape[0] <= n_check
     assert np.all(np.diff(judged.indptr) > 0)
+
+
+@pytest.mark.parametrize("n_labels, n_sampled", [
+    (600, 600),            # fewer than C_CHECK_MIN_LABELS: all
+    (5_000, 1_000),        # a tenth is fewer than the minimum
+    (100_000, 10_000),     # a tenth
+    (1_000_000, 25_000),   # a tenth is more than C_CHECK_MAX_LABELS
+])
+def test_auto_C_samples_a_tenth_of_the_labels_within_bounds(n_labels, n_sampled):
+    sampled = _linear_leaves._sample_labels(n_labels, np.random.default_rng(0))
+    assert sampled.size == n_sampled and np.all(np.diff(sampled) > 0)
+    assert sampled[0] >= 0 and sampled[-1] < n_labels
 
 
 def test_auto_C_is_the_base_without_a_check_where_the_trees_descend_as_trained(

@@ -146,15 +146,15 @@ class LdSM(TopKEstimator):
         more closely. "auto": 0.35 where the trees descend as trained (at
         most 2000 labels, see `descent_threshold`), the best single value on
         the real development sets. Under the wider descent it is chosen at
-        fit: the classifiers of a random tenth of the labels (at least 1000)
-        are trained without a random tenth of the training rows (at most
-        5000), at 0.35, then at 4 and 16 times that while the step ranks
-        those labels among the set-aside rows' candidates better by more
-        than two standard errors of nDCG@5; the model's classifiers are then
-        trained on all the rows at the C chosen, which ``resolved_params_``
-        shows. A larger C pays where labels follow the features with little
-        noise and keeps more weights (``benchmarks/README.md``, "Choosing C
-        at fit").
+        fit: the classifiers of a random tenth of the labels (at least 1000,
+        at most 25,000) are trained without a random tenth of the training
+        rows (at most 5000), to convergence, at 0.35, then at 4, 16 and 64
+        times that while the step ranks those labels among the set-aside
+        rows' candidates better by more than two standard errors of nDCG@5;
+        the model's classifiers are then trained on all the rows at the C
+        chosen, which ``resolved_params_`` shows. A larger C pays where
+        labels follow the features with little noise and keeps more weights
+        (``benchmarks/README.md``, "Choosing C at fit").
     n_candidates : int or "auto", default="auto"
         Labels per example that linear leaves re-score at prediction, and
         that make up the label neighbourhoods at training, >= 1; at most the

@@ -86,7 +86,7 @@ RANDOM_NEGATIVES = 4
 #: the benchmarks' lab notebook).
 BASE_C = CLASSIFIER_C
 C_STEP = 4.0
-MAX_C_STEPS = 2
+MAX_C_STEPS = 3
 
 #: Training rows ``C="auto"`` sets aside to judge each C: this share of
 #: them, at most ``C_CHECK_MAX_ROWS`` (enough to tell a gain of a point of
@@ -100,23 +100,22 @@ C_CHECK_MIN_ROWS = 100
 #: ``BASE_C`` stays.
 C_CHECK_STANDARD_ERRORS = 2.0
 
-#: Labels whose classifiers judge each C: a random share of them, and at
-#: least this many (or all). Every label's classifier is trained on its own
-#: neighbourhood, so a sample of the labels costs that share of the solves;
-#: the set-aside rows rank the sampled labels among their candidates.
+#: Labels whose classifiers judge each C: a random share of them, at least
+#: ``C_CHECK_MIN_LABELS`` (or all) and at most ``C_CHECK_MAX_LABELS``. Every
+#: label's classifier is trained on its own neighbourhood, so a sample of the
+#: labels costs that share of the solves; the set-aside rows rank the sampled
+#: labels among their candidates. The cap bounds the check's cost where
+#: labels number in the hundreds of thousands, and still leaves several
+#: hundred set-aside rows that carry a sampled label.
 C_CHECK_LABEL_SHARE = 0.1
 C_CHECK_MIN_LABELS = 1000
+C_CHECK_MAX_LABELS = 25000
 
 #: Margins ``rank_by_margin`` holds at a time (rows x labels, dense).
 RANKING_BLOCK_ENTRIES = 2**24
 
 #: Depth of the nDCG that judges each C: what users read (P@1 to P@5).
 CHECK_DEPTH = 5
-
-#: Passes of the solver for the classifiers that judge a C: the check needs
-#: the direction of the gain, not converged classifiers, and a few passes
-#: cost a fraction of a full solve.
-CHECK_MAX_EPOCHS = 3
 
 #: Title of the label classifiers' progress bar.
 LABELS_BAR = "LdSM label classifiers"
@@ -255,14 +254,15 @@ def choose_C(X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray, solver:
     """The C that ``C="auto"`` resolves to, judged on training rows set aside.
 
     The classifiers of a random sample of the labels (``C_CHECK_LABEL_SHARE``
-    of them, at least ``C_CHECK_MIN_LABELS``) are trained without a random
-    slice of the training rows (``C_CHECK_SHARE`` of them, at most
-    ``C_CHECK_MAX_ROWS``), at ``BASE_C`` and then at ``C_STEP`` times the
-    last C, up to ``MAX_C_STEPS`` times. Each ranks the sampled labels among
-    the slice's own candidates by margin alone (no histograms: the trees saw
-    those rows), and a step is taken while it raises the mean nDCG@5 of the
-    slice's rows that carry a sampled label by more than
-    ``C_CHECK_STANDARD_ERRORS`` standard errors of the per-row gain.
+    of them, at least ``C_CHECK_MIN_LABELS``, at most ``C_CHECK_MAX_LABELS``)
+    are trained to convergence without a random slice of the training rows
+    (``C_CHECK_SHARE`` of them, at most ``C_CHECK_MAX_ROWS``), at ``BASE_C``
+    and then at ``C_STEP`` times the last C, up to ``MAX_C_STEPS`` times.
+    Each ranks the sampled labels among the slice's own candidates by margin
+    alone (no histograms: the trees saw those rows), and a step is taken
+    while it raises the mean nDCG@5 of the slice's rows that carry a sampled
+    label by more than ``C_CHECK_STANDARD_ERRORS`` standard errors of the
+    per-row gain.
 
     Parameters
     ----------
@@ -304,8 +304,9 @@ def choose_C(X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray, solver:
     chosen, chosen_ndcg = BASE_C, None
     for step in range(MAX_C_STEPS + 1):
         C = BASE_C * C_STEP ** step
-        weights, bias = _solve(X_fit, *problem,
-                               {**solver, "C": C, "max_epochs": CHECK_MAX_EPOCHS}, verbose,
+        # Converged like the model's own: a few passes favour the smaller C,
+        # whose solve converges sooner.
+        weights, bias = _solve(X_fit, *problem, {**solver, "C": C}, verbose,
                                title=f"{LABELS_BAR}, checking C={C:g}")
         ranked = rank_by_margin(X_check, check_candidates, weights, bias + adjustment,
                                 CHECK_DEPTH)
@@ -320,7 +321,8 @@ def choose_C(X: sp.csr_matrix, Y: sp.csr_matrix, candidates: np.ndarray, solver:
 
 def _sample_labels(n_labels: int, rng: np.random.Generator) -> np.ndarray:
     """The sorted ids of the labels ``C="auto"`` judges."""
-    size = min(n_labels, max(C_CHECK_MIN_LABELS, round(C_CHECK_LABEL_SHARE * n_labels)))
+    share = min(C_CHECK_MAX_LABELS, round(C_CHECK_LABEL_SHARE * n_labels))
+    size = min(n_labels, max(C_CHECK_MIN_LABELS, share))
     return np.sort(rng.choice(n_labels, size, replace=False))
 
 
