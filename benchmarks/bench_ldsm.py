@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 from _common import DEFAULT_DATA_HOME, load_benchmark_data, write_json
 
+from xmltree._base import _plain
 from xmltree._cli_options import _OPTIONS, _add_option, _none_spelled_out
 from xmltree._scaling import FeatureScaler
 from xmltree.benchmark import METRIC_KEYS, measure
@@ -81,8 +82,7 @@ def run_ldsm(data, n_trees, params, n_jobs, timer):
     with timer("predict"):
         labels, _ = ranker.predict_top_k(X_test, k=5)
     # What the "auto" settings resolved to (C, for one, is chosen at fit).
-    resolved = {name: value.item() if isinstance(value, np.generic) else value
-                for name, value in model.resolved_params_.items()}
+    resolved = _plain(model.resolved_params_)
     return labels, {"max_depth": int(np.max(model.depth_)),
                     "mean_nodes": float(np.mean(model.n_nodes_)),
                     "fit_seconds": model.fit_seconds_, "resolved_params": resolved}
