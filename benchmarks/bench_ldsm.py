@@ -25,6 +25,11 @@ table: per set, LdSM's P@1 / P@5 / PSP@5 beside the best peer's, LdSM's fit time
 PLT's and its prediction time over PECOS XR-Linear's, then the sets where LdSM is at least the
 best peer per metric and the median fit ratio. PECOS (``pip install libpecos``) joins the peers
 when it imports.
+
+A model whose run fails, is killed (by the out-of-memory killer, say) or outgrows
+``--memory-limit-mb`` is reported as such (in the tables and under ``"failed"`` in the JSON
+report) and the other runs go on: ``--memory-limit-mb 21000`` on a 24 GB machine tells which
+model does not fit it.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from _common import DEFAULT_DATA_HOME, load_benchmark_data, write_json
 from xmltree._base import _plain
 from xmltree._cli_options import _OPTIONS, _add_option, _none_spelled_out
 from xmltree._scaling import FeatureScaler
-from xmltree.benchmark import METRIC_KEYS, measure
+from xmltree.benchmark import METRIC_KEYS, RunFailed, measure
 from xmltree.cli import _rerank_setting
 from xmltree.datasets import write_xc
 from xmltree.ldsm._params import LDSM_PARAMS
@@ -172,17 +177,24 @@ def _pad(rankings) -> np.ndarray:
 # ------------------------------------------------------------------------------ report
 
 
-def print_markdown(results: dict) -> None:
+def run_name(run: dict) -> str:
+    """A run's name in the tables: its model, and LdSM's ``--n-trees`` when given."""
+    return run["model"] if run["n_trees"] is None else f"{run['model']} ({run['n_trees']} trees)"
+
+
+def print_markdown(results: dict, failed: dict) -> None:
     """One Markdown table of every dataset's runs, for benchmarks/README.md."""
     print("\n| data | model | P@1 | P@3 | P@5 | PSP@5 | train s | ms/example | peak RSS MB |")
     print("|---|---|---|---|---|---|---|---|---|")
     for dataset, rows in results.items():
         for r in rows:
-            name = r["model"] if r["n_trees"] is None else f"{r['model']} ({r['n_trees']} trees)"
-            print(f"| {dataset} | {name} | " + " | ".join(
+            print(f"| {dataset} | {run_name(r)} | " + " | ".join(
                 f"{100 * r[key]:.2f}" for key in ("P@1", "P@3", "P@5", "PSP@5"))
                 + f" | {r['train_s']:.2f} | {r['predict_ms_per_example']:.3f}"
                 f" | {r['peak_rss_mb']:.0f} |")
+        for failure in failed.get(dataset, []):
+            print(f"| {dataset} | {run_name(failure)} | did not finish: {failure['reason']} |"
+                  + " |" * 6)
     print("\n| data | LdSM fit seconds by phase | nodes per tree | depth |")
     print("|---|---|---|---|")
     for dataset, rows in results.items():
@@ -193,7 +205,7 @@ def print_markdown(results: dict) -> None:
                 print(f"| {dataset} | {phases} | {r['mean_nodes']:.0f} | {r['max_depth']} |")
 
 
-def print_table(dataset: str, rows: list[tuple[str, dict]]) -> None:
+def print_table(dataset: str, rows: list[tuple[str, dict]], failures: list[dict]) -> None:
     columns = METRIC_KEYS + ["train_s", "train_cpu_s", "predict_ms_per_example", "peak_rss_mb"]
     short = {"train_s": "train s", "train_cpu_s": "cpu s", "predict_ms_per_example": "ms/ex",
              "peak_rss_mb": "RSS MB"}
@@ -203,6 +215,8 @@ def print_table(dataset: str, rows: list[tuple[str, dict]]) -> None:
         cells = [100 * result[c] if "@" in c else result[c] for c in columns]
         print(f"{name:<22}" + "".join(f"{v:>8.2f}" if v < 1000 else f"{v:>8.0f}"
                                        for v in cells))
+    for failure in failures:
+        print(f"{run_name(failure):<22}did not finish: {failure['reason']}")
 
 
 def first_run_by_model(runs: list[dict]) -> dict[str, dict]:
@@ -313,6 +327,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--n-trees", type=int, nargs="+", default=[None],
                         help="LdSM ensemble sizes to train (default: LdSM's own)")
     parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--memory-limit-mb", type=float, default=None,
+                        help="stop a model's run once its resident memory is above this many "
+                        "MiB and report it as not finished (default: no limit)")
     group = parser.add_argument_group("LdSM settings (default: LdSM's own)")
     for name, entries in _OPTIONS.items():
         entries = [entry for entry in entries if entry[0] == "ldsm"]
@@ -360,8 +377,14 @@ def peers_for(models: list[str], n_labels: int, suite: bool) -> list[str]:
     return peers
 
 
-def run_dataset(dataset: str, args: argparse.Namespace, params: dict) -> list[tuple[str, dict]]:
-    """Measure LdSM (every ``--n-trees``) and the peers on one dataset: (name, result) rows."""
+def run_dataset(dataset: str, args: argparse.Namespace,
+                params: dict) -> tuple[list[tuple[str, dict]], list[dict]]:
+    """Measure LdSM (every ``--n-trees``) and the peers on one dataset.
+
+    Returns the (name, result) rows of the runs that finished, and for each of the others
+    ``model``, ``n_trees``, ``reason`` (a few words: :class:`xmltree.benchmark.RunFailed`)
+    and ``message``.
+    """
     data = load_benchmark_data(args.data_home, dataset)
     inv_propensity = inverse_propensity(data[1])
     runs = []
@@ -374,29 +397,38 @@ def run_dataset(dataset: str, args: argparse.Namespace, params: dict) -> list[tu
         library, kind = peer.split("-")
         runs.append((peer, peer, None, lambda d, t, r=PEER_RUNNERS[library], k=kind:
                      r(d, k, args.n_jobs, t)))
-    rows = []
+    rows, failures = [], []
     for name, model, n_trees, runner in runs:
-        result = measure(runner, data, inv_propensity)
+        try:
+            result = measure(runner, data, inv_propensity, memory_limit_mb=args.memory_limit_mb)
+        except RunFailed as failure:
+            print(f"{name} on {dataset} did not finish: {failure}")
+            failures.append({"model": model, "n_trees": n_trees, "reason": failure.reason,
+                             "message": str(failure)})
+            continue
         result.update(model=model, n_trees=n_trees, n_labels=int(data[1].shape[1]),
                       params=params)
         rows.append((name, result))
-    return rows
+    return rows, failures
 
 
 def main(argv=None) -> None:
     args = parse_args(argv)
     params = ldsm_params(args)
     results: dict[str, list[dict]] = {}
+    failed: dict[str, list[dict]] = {}
     for dataset in args.datasets:
-        rows = run_dataset(dataset, args, params)
-        print_table(dataset, rows)
+        rows, failures = run_dataset(dataset, args, params)
+        print_table(dataset, rows, failures)
         results[dataset] = [r for _, r in rows]
+        if failures:
+            failed[dataset] = failures
     if args.markdown:
-        print_markdown(results)
+        print_markdown(results, failed)
     if args.suite:
         print_suite(results)
     if args.json:
-        write_json(args.json, {"datasets": results})
+        write_json(args.json, {"datasets": results, **({"failed": failed} if failed else {})})
     if args.plots:
         plot(results, args.plots, params.get("arity", 2))
 

@@ -232,3 +232,116 @@ def test_recalled_labels_keeps_the_true_candidates(monkeypatch):
     candidates = np.array([[2, 3, -1], [0, 3, 2], [1, -1, -1]])
     recalled = diagnose_ldsm.recalled_labels(Y, candidates)
     assert recalled.toarray().tolist() == [[0, 0, 1, 0], [0, 0, 0, 0], [0, 0, 0, 0]]
+
+
+# ----------------------------------------------------------------------------- measured runs
+
+
+def _measure_within(seconds, runner, **options):
+    """``measure(runner, ...)``'s result or exception, failing if it takes longer than
+    `seconds` (a parent that waits forever for a dead child hangs, it does not fail)."""
+    import threading
+
+    from xmltree.benchmark import measure
+
+    outcome = {}
+
+    def run():
+        try:
+            outcome["result"] = measure(runner, _TINY, np.ones(3), **options)
+        except BaseException as error:  # noqa: BLE001 - handed to the test
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"measure did not return within {seconds} s"
+    return outcome
+
+
+def _tiny_data():
+    import scipy.sparse as sp
+
+    Y = sp.csr_matrix(np.eye(3, dtype=np.float32))
+    return Y, Y, Y, Y
+
+
+_TINY = _tiny_data()
+
+
+def _perfect(data, timer):
+    with timer("train"), timer("predict"):
+        pass
+    return np.array([[0], [1], [2]]), {"model_mb": 1.0}
+
+
+def _killed(data, timer):
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _exits(data, timer):
+    import os
+
+    os._exit(3)
+
+
+def _raises(data, timer):
+    raise ValueError("no such setting: frobnicate")
+
+
+def _grows(data, timer):
+    import time
+
+    grown = np.ones(300 * 2**20 // 8)  # 300 MiB, touched
+    time.sleep(30)
+    return grown
+
+
+def test_measure_returns_the_childs_scores():
+    result = _measure_within(60, _perfect)["result"]
+    assert result["P@1"] == 1.0 and result["model_mb"] == 1.0 and result["peak_rss_mb"] > 0
+
+
+@pytest.mark.parametrize("runner, reason", [(_killed, "killed by SIGKILL"),
+                                            (_exits, "exited with code 3"),
+                                            (_raises, "failed")])
+def test_measure_reports_a_child_that_ends_without_a_result(runner, reason):
+    from xmltree.benchmark import RunFailed
+
+    error = _measure_within(60, runner)["error"]
+    assert isinstance(error, RunFailed) and error.reason == reason
+    if reason == "failed":
+        assert "ValueError: no such setting: frobnicate" in str(error)
+
+
+def test_measure_stops_a_child_above_the_memory_limit():
+    import os
+
+    from xmltree.benchmark import RunFailed, _resident_mb
+
+    if _resident_mb(os.getpid()) is None:
+        pytest.skip("no /proc to read resident memory from")
+    limit = round(_resident_mb(os.getpid())) + 150
+    error = _measure_within(20, _grows, memory_limit_mb=limit)["error"]
+    assert isinstance(error, RunFailed) and error.reason == f"over {limit} MB"
+    assert "above the limit" in str(error)
+
+
+def test_bench_ldsm_reports_a_run_that_did_not_finish_and_goes_on(bench_ldsm, monkeypatch,
+                                                                   tmp_path, capsys):
+    monkeypatch.setitem(bench_ldsm.PEER_RUNNERS, "napkinxc",
+                        lambda data, kind, n_jobs, timer: _killed(data, timer))
+    report = tmp_path / "report.json"
+    bench_ldsm.main(["--datasets", "amazon670k-shape@0.002", "--models", "napkinxc-plt",
+                     "ldsm", "--n-jobs", "1", "--n-trees", "2", "--max-nodes", "15",
+                     "--epochs", "1", "--markdown", "--json", str(report)])
+    out = capsys.readouterr().out
+    assert "napkinxc-plt          did not finish: killed by SIGKILL" in out
+    assert "| amazon670k-shape@0.002 | napkinxc-plt | did not finish: killed by SIGKILL |" in out
+    written = json.loads(report.read_text())
+    assert [run["model"] for run in written["datasets"]["amazon670k-shape@0.002"]] == ["ldsm"]
+    failure, = written["failed"]["amazon670k-shape@0.002"]
+    assert failure["model"] == "napkinxc-plt" and failure["reason"] == "killed by SIGKILL"

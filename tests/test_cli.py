@@ -557,3 +557,15 @@ def test_an_unwritable_output_directory_names_the_output(tmp_path, trained, caps
                  str(output)]) == 1
     error = one_line_error(capsys, "predict")
     assert str(output) in error and ".tmp" not in error  # not the hidden temporary file
+
+
+def test_benchmark_says_how_a_run_ended_without_a_result(tmp_path, monkeypatch, capsys):
+    import os
+
+    from xmltree import benchmark
+
+    monkeypatch.setattr(benchmark, "_run_ldsm", lambda data, params, timer: os._exit(3))
+    assert main(["-q", "benchmark", "--labels", "50", "--n-samples", "200", "--max-nodes", "7",
+                 "--epochs", "1", "--n-jobs", "1", "--output", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == ("xmltree benchmark: error: benchmark child ended "
+                                       "without a result: exited with code 3\n")

@@ -20,7 +20,9 @@ import json
 import math
 import multiprocessing
 import os
+import queue as queue_module
 import resource
+import signal
 import tempfile
 import time
 import traceback
@@ -32,7 +34,7 @@ from tqdm.auto import tqdm
 from .datasets import SYNTHETIC_PRESETS, make_synthetic_preset
 from .metrics import evaluate, inverse_propensity
 
-__all__ = ["measure", "label_curve", "preset_runs",
+__all__ = ["measure", "RunFailed", "label_curve", "preset_runs",
            "format_table", "write_report"]
 
 #: Metrics reported for every measured run.
@@ -44,6 +46,8 @@ TABLE_COLUMNS = {"n_samples": "N", "n_labels": "K", "n_labels_seen": "K seen",
                  "model_mb": "disk MB", "max_depth": "depth", "depth_low_seen": "logM Ks",
                  "depth_low": "logM K", "depth_high": "3logM K",
                  "predict_ms_per_example": "ms/ex", "predict_cpu_ms_per_example": "cpu ms/ex"}
+#: Seconds between the parent's looks at a measuring child (result, life, memory).
+POLL_SECONDS = 1.0
 
 
 # ----------------------------------------------------------------------------- measuring
@@ -69,7 +73,24 @@ class PhaseTimer:
         return _Phase()
 
 
-def measure(runner, data, inv_propensity) -> dict:
+class RunFailed(RuntimeError):
+    """A measured run that ended without a result.
+
+    Attributes
+    ----------
+    reason : str
+        What ended it, in a few words for a report's table: ``"failed"`` (an
+        exception, whose traceback is the message), ``"killed by SIGKILL"``
+        (the out-of-memory killer sends that), ``"exited with code 3"``, or
+        ``"over 20000 MB"`` (the ``memory_limit_mb`` of :func:`measure`).
+    """
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+def measure(runner, data, inv_propensity, *, memory_limit_mb: float | None = None) -> dict:
     """Run ``runner(data, timer)`` in a forked child; return its metrics and costs.
 
     Parameters
@@ -82,6 +103,11 @@ def measure(runner, data, inv_propensity) -> dict:
         ``(X_train, Y_train, X_test, Y_test)``.
     inv_propensity : numpy.ndarray
         Label weights for PSP@k.
+    memory_limit_mb : float, optional
+        Stop the child once its resident memory, read every
+        ``POLL_SECONDS``, is above this many MiB (Linux only): a run that
+        would not fit the machine then ends with a report, not with the
+        kernel's out-of-memory killer choosing what to end.
 
     Returns
     -------
@@ -93,18 +119,75 @@ def measure(runner, data, inv_propensity) -> dict:
 
     Raises
     ------
-    RuntimeError
-        With the child's traceback if it failed.
+    RunFailed
+        If the child raised (the message holds its traceback), died without
+        a result (killed, say, by the out-of-memory killer) or outgrew
+        ``memory_limit_mb``.
     """
+    if memory_limit_mb is not None and _resident_mb(os.getpid()) is None:
+        raise ValueError("memory_limit_mb needs /proc/<pid>/status (Linux)")
     context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    process = context.Process(target=_child, args=(queue, runner, data, inv_propensity))
+    results = context.Queue()
+    process = context.Process(target=_child, args=(results, runner, data, inv_propensity))
     process.start()
-    result = queue.get()
-    process.join()
+    try:
+        result = _wait_for_result(process, results, memory_limit_mb)
+    except BaseException:
+        process.kill()
+        raise
+    finally:
+        process.join()
     if isinstance(result, str):
-        raise RuntimeError(f"benchmark child failed:\n{result}")
+        raise RunFailed(f"benchmark child failed:\n{result}", "failed")
     return result
+
+
+def _wait_for_result(process, results, memory_limit_mb: float | None):
+    """The child's result (a dict, or its traceback as a string), looked for every
+    ``POLL_SECONDS`` while the child lives and stays under ``memory_limit_mb``."""
+    started = time.perf_counter()
+    while True:
+        try:
+            return results.get(timeout=POLL_SECONDS)
+        except queue_module.Empty:
+            pass
+        if not process.is_alive():
+            # A result put just before the child ended may still be in the pipe.
+            try:
+                return results.get(timeout=POLL_SECONDS)
+            except queue_module.Empty:
+                reason = _ending(process.exitcode)
+                raise RunFailed(f"benchmark child ended without a result: {reason}",
+                                reason) from None
+        resident = _resident_mb(process.pid) if memory_limit_mb is not None else None
+        if resident is not None and resident > memory_limit_mb:
+            seconds = time.perf_counter() - started
+            raise RunFailed(f"benchmark child stopped after {seconds:.0f} s: {resident:.0f} MiB "
+                            f"resident, above the limit of {memory_limit_mb:g} MiB",
+                            f"over {memory_limit_mb:g} MB")
+
+
+def _ending(exitcode: int) -> str:
+    """How a process ended, from its exit code (negative: the signal that killed it)."""
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"killed by {name}"
+    return f"exited with code {exitcode}"
+
+
+def _resident_mb(pid: int) -> float | None:
+    """Resident memory of process `pid` in MiB, None where /proc does not tell it."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
 
 
 def _child(queue, runner, data, inv_propensity):

@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "handler"):
         parser.print_help()
         return 2
+    from .benchmark import RunFailed
     from .exceptions import DataFormatError, ModelFormatError
 
     try:
@@ -70,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         # OSError: a path that is a directory, unwritable, too long, or a
         # special file that must not be replaced.
         problem = str(exc)
+    except RunFailed as exc:
+        # The last line: the child's own exception, or how the child ended.
+        problem = str(exc).splitlines()[-1]
     except MemoryError:
         problem = "out of memory"
     print(f"xmltree {args.command}: error: {' '.join(problem.splitlines())}", file=sys.stderr)
