@@ -102,8 +102,10 @@ def plot_scale(results: list[dict], directory, *, against: str = "n_labels") -> 
     list of pathlib.Path
         The files written: depth with the paper's [log_M K, 3 log_M K] band
         (and log_M of the labels seen in training, dashed), and prediction
-        CPU ms/example, peak RSS, model size and train CPU time.
+        CPU ms/example, peak RSS, model size and train CPU time, of the runs
+        that finished.
     """
+    results = [r for r in results if "failed" not in r]
     require_matplotlib()
     import matplotlib
 

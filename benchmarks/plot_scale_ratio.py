@@ -6,7 +6,9 @@ the best peer's, and its fit time and peak memory over omikuji Parabel's, agains
 scale. A ratio of 1 is a tie; the accuracy ratios should not fall as the scale grows. A
 peer too slow to run again beside LdSM (omikuji Bonsai at scale 0.3) may come from a report
 of its own: the runs of a set are pooled over the reports, each model's first run kept, so
-keep the timed peer (Parabel) in LdSM's report.
+keep the timed peer (Parabel) in LdSM's report. Where no peer finished beside LdSM (every one
+over ``--memory-limit-mb``, say: the reports' ``"failed"`` runs) there is no ratio to draw; a
+dotted line marks the scale and the script prints why.
 
 Examples
 --------
@@ -65,6 +67,29 @@ def scale_ratios(reports: list[dict]) -> dict[str, list[tuple[float, dict]]]:
     return {preset: sorted(points.items()) for preset, points in curves.items()}
 
 
+def unfinished_peers(reports: list[dict]) -> dict[str, list[tuple[float, list[str]]]]:
+    """Per preset, ``(scale, ["<peer>: <why>", ...])`` of the scales where LdSM ran and
+    no peer finished, sorted by scale (the reports' ``"failed"`` runs say why)."""
+    finished: dict[tuple[str, float], set] = {}
+    failed: dict[tuple[str, float], list[str]] = {}
+    for report in reports:
+        for dataset, runs in report["datasets"].items():
+            preset, at, scale = dataset.partition("@")
+            if at:
+                finished.setdefault((preset, float(scale)), set()).update(
+                    run["model"] for run in runs)
+        for dataset, runs in report.get("failed", {}).items():
+            preset, at, scale = dataset.partition("@")
+            if at:
+                failed.setdefault((preset, float(scale)), []).extend(
+                    f"{run['model']}: {run['reason']}" for run in runs)
+    unfinished: dict[str, list[tuple[float, list[str]]]] = {}
+    for (preset, scale), why in sorted(failed.items()):
+        if finished.get((preset, scale), set()) == {"ldsm"}:
+            unfinished.setdefault(preset, []).append((scale, why))
+    return unfinished
+
+
 def _ratio(ldsm: dict, peers: dict, key: str, over: str) -> float:
     """LdSM's `key` over the best peer's (``over="best"``) or over peer `over`'s."""
     if over == "best":
@@ -72,8 +97,9 @@ def _ratio(ldsm: dict, peers: dict, key: str, over: str) -> float:
     return ldsm[key] / peers[over][key] if over in peers else float("nan")
 
 
-def plot(curves: dict, output: Path) -> None:
-    """One panel per ``PANELS`` entry, one line per preset, scale on a log axis."""
+def plot(curves: dict, output: Path, unfinished: dict | None = None) -> None:
+    """One panel per ``PANELS`` entry, one line per preset, scale on a log axis; a dotted
+    line in the preset's colour at each scale of `unfinished` (no peer finished)."""
     require_matplotlib()
     import matplotlib
 
@@ -83,11 +109,15 @@ def plot(curves: dict, output: Path) -> None:
     fig, axes = plt.subplots(1, len(PANELS), figsize=(4 * len(PANELS), 3.5))
     for ax, (key, _, label) in zip(axes, PANELS):
         for preset, points in curves.items():
-            ax.plot([scale for scale, _ in points], [ratios[key] for _, ratios in points],
-                    "o-", label=preset)
+            line, = ax.plot([scale for scale, _ in points],
+                            [ratios[key] for _, ratios in points], "o-", label=preset)
+            for scale, _ in (unfinished or {}).get(preset, []):
+                ax.axvline(scale, color=line.get_color(), linestyle=":", linewidth=1.5)
         ax.axhline(1.0, color="gray", linestyle="--", linewidth=1)
         ax.set(xscale="log", xlabel="scale", ylabel=label)
     axes[0].legend(fontsize="small")
+    if unfinished:
+        axes[0].set_title("dotted: no peer finished", fontsize="small")
     fig.tight_layout()
     output.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(output, dpi=120)
@@ -99,12 +129,16 @@ def main(argv=None) -> None:
     parser.add_argument("reports", nargs="+", type=Path, help="bench_ldsm.py --json files")
     parser.add_argument("--output", type=Path, default=Path("scale_ratio.png"))
     args = parser.parse_args(argv)
-    curves = scale_ratios([json.loads(path.read_text()) for path in args.reports])
+    reports = [json.loads(path.read_text()) for path in args.reports]
+    curves, unfinished = scale_ratios(reports), unfinished_peers(reports)
     for preset, points in curves.items():
         for scale, ratios in points:
             print(f"{preset}@{scale:g}: " + ", ".join(f"{label} {ratios[key]:.3f}"
                                                       for key, _, label in PANELS))
-    plot(curves, args.output)
+    for preset, points in unfinished.items():
+        for scale, why in points:
+            print(f"{preset}@{scale:g}: no peer finished ({'; '.join(why)})")
+    plot(curves, args.output, unfinished)
     print(f"wrote {args.output}")
 
 

@@ -30,6 +30,22 @@ def test_bench_scale_writes_the_report_and_its_plots(tmp_path, scripts):
         assert (output / name).stat().st_size > 0
 
 
+def test_bench_scale_plots_the_points_that_finished(tmp_path, scripts):
+    common, _ = scripts
+    pytest.importorskip("matplotlib")
+
+    def point(n_labels):
+        return {"n_samples": 300, "n_labels": n_labels, "n_labels_seen": n_labels,
+                "max_depth": 3, "depth_low": 2.0, "depth_high": 6.0, "depth_low_seen": 2.0,
+                "predict_cpu_ms_per_example": 0.1, "peak_rss_mb": 60.0, "model_mb": 1.0,
+                "train_cpu_s": 0.5}
+
+    unfinished = {"n_samples": 300, "n_labels": 4000, "n_labels_seen": 300,
+                  "failed": "over 100 MB", "message": "..."}
+    paths = common.plot_scale([point(40), point(400), unfinished], tmp_path)
+    assert len(paths) == 2 and all(path.stat().st_size > 0 for path in paths)
+
+
 def test_bench_scale_without_matplotlib_fails_before_training(tmp_path, scripts, monkeypatch):
     _, bench_scale = scripts
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
@@ -182,6 +198,36 @@ def test_scale_ratios_pool_a_sets_runs_over_reports(monkeypatch):
     (scale, ratios), = plot_scale_ratio.scale_ratios(reports)["shape"]
     assert scale == 0.3 and ratios["P@1"] == pytest.approx(0.6 / 0.4)
     assert ratios["train_s"] == 1.0
+
+
+def test_scale_ratios_name_the_scales_where_no_peer_finished(monkeypatch, tmp_path, capsys):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import plot_scale_ratio
+
+    def run(model):
+        return _run(model, peak_rss_mb=100.0)
+
+    def failure(model):
+        return {"model": model, "n_trees": None, "reason": "over 21000 MB", "message": "..."}
+
+    reports = [{"datasets": {"shape@0.1": [run("ldsm"), run("omikuji-parabel")],
+                             "shape@0.3": [run("ldsm")], "shape@1": [run("ldsm")]},
+                "failed": {"shape@0.3": [failure("omikuji-parabel")]}},
+               {"datasets": {"shape@0.5": [run("ldsm"), run("omikuji-bonsai")],
+                             "shape@0.3": []},
+                "failed": {"shape@0.3": [failure("omikuji-bonsai")],
+                           "shape@0.5": [failure("omikuji-parabel")]}}]  # Bonsai finished
+    assert plot_scale_ratio.unfinished_peers(reports) == {"shape": [
+        (0.3, ["omikuji-parabel: over 21000 MB", "omikuji-bonsai: over 21000 MB"])]}
+    assert [scale for scale, _ in plot_scale_ratio.scale_ratios(reports)["shape"]] == [0.1, 0.5]
+    pytest.importorskip("matplotlib")
+    paths = []
+    for name, content in (("a.json", reports[0]), ("b.json", reports[1])):
+        paths.append(tmp_path / name)
+        paths[-1].write_text(json.dumps(content))
+    plot_scale_ratio.main([*map(str, paths), "--output", str(tmp_path / "ratio.png")])
+    assert ("shape@0.3: no peer finished (omikuji-parabel: over 21000 MB; omikuji-bonsai: "
+            "over 21000 MB)") in capsys.readouterr().out
 
 
 def test_benchmark_data_reads_an_unregistered_folder_in_one_space(tmp_path, scripts):

@@ -310,7 +310,8 @@ def test_benchmark_presets_pass_the_node_budget_on(monkeypatch):
     from xmltree import benchmark
 
     seen = []
-    monkeypatch.setattr(benchmark, "_run_point", lambda X, Y, params, _: seen.append(params) or {})
+    monkeypatch.setattr(benchmark, "_run_point",
+                        lambda X, Y, params, *_: seen.append(params) or {})
     params = {"max_nodes": None, "arity": 2}
     benchmark.preset_runs("amazon670k-shape", [0.001], params, progress=False)
     benchmark.preset_runs("amazon670k-shape", [0.001], dict(params, max_nodes=7), progress=False)
@@ -559,13 +560,29 @@ def test_an_unwritable_output_directory_names_the_output(tmp_path, trained, caps
     assert str(output) in error and ".tmp" not in error  # not the hidden temporary file
 
 
-def test_benchmark_says_how_a_run_ended_without_a_result(tmp_path, monkeypatch, capsys):
+def test_benchmark_reports_a_point_that_did_not_finish_and_goes_on(tmp_path, monkeypatch,
+                                                                    capsys):
     import os
 
     from xmltree import benchmark
 
-    monkeypatch.setattr(benchmark, "_run_ldsm", lambda data, params, timer: os._exit(3))
-    assert main(["-q", "benchmark", "--labels", "50", "--n-samples", "200", "--max-nodes", "7",
-                 "--epochs", "1", "--n-jobs", "1", "--output", str(tmp_path)]) == 1
-    assert capsys.readouterr().err == ("xmltree benchmark: error: benchmark child ended "
-                                       "without a result: exited with code 3\n")
+    run_ldsm = benchmark._run_ldsm
+
+    def dies_on_many_labels(data, params, timer):
+        if data[1].shape[1] > 100:
+            os._exit(3)
+        return run_ldsm(data, params, timer)
+
+    monkeypatch.setattr(benchmark, "_run_ldsm", dies_on_many_labels)
+    assert main(["-q", "benchmark", "--labels", "50", "200", "--n-samples", "300",
+                 "--max-nodes", "7", "--epochs", "1", "--n-jobs", "1",
+                 "--output", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ("xmltree benchmark: a point did not finish: benchmark child "
+                            "ended without a result: exited with code 3\n")
+    row, = [line for line in captured.out.splitlines() if "did not finish" in line]
+    assert row.split()[:2] == ["300", "200"] and row.endswith("did not finish: exited with code 3")
+    finished, failed = json.loads((tmp_path / "scale.json").read_text())["results"]
+    assert finished["P@1"] > 0 and "failed" not in finished
+    assert failed["failed"] == "exited with code 3" and failed["n_labels"] == 200
+    assert "P@1" not in failed

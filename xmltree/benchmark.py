@@ -236,15 +236,22 @@ def _run_ldsm(data, params: dict, timer):
                     "mean_nodes": float(np.mean(model.n_nodes_)), "model_mb": model_mb}
 
 
-def _run_point(X, Y, params: dict, test_fraction: float) -> dict:
+def _run_point(X, Y, params: dict, test_fraction: float,
+               memory_limit_mb: float | None = None) -> dict:
     """One measured LdSM run on (X, Y); adds the data shape and the depth bounds.
 
     The bounds are log_M K and 3 log_M K for the K of the label space, and
     log_M of the labels that occur in the training rows (``n_labels_seen``):
     when K exceeds what N points can carry, most labels never reach a tree.
+    A run that did not finish (:class:`RunFailed`) has the shape and
+    ``failed`` (its reason) and ``message`` instead of the measurements.
     """
     data = _split(X, Y, test_fraction)
-    result = measure(lambda d, t: _run_ldsm(d, params, t), data, inverse_propensity(data[1]))
+    try:
+        result = measure(lambda d, t: _run_ldsm(d, params, t), data,
+                         inverse_propensity(data[1]), memory_limit_mb=memory_limit_mb)
+    except RunFailed as failure:
+        result = {"failed": failure.reason, "message": str(failure)}
     n_labels_seen = int(np.unique(data[1].indices).size)
     log_m = math.log(params["arity"])
     log_m_k = math.log(Y.shape[1]) / log_m
@@ -256,7 +263,8 @@ def _run_point(X, Y, params: dict, test_fraction: float) -> dict:
 
 
 def label_curve(labels, params: dict, *, n_samples: int = 50_000, test_fraction: float = 0.2,
-                seed: int = 0, progress: bool = True) -> list[dict]:
+                seed: int = 0, progress: bool = True,
+                memory_limit_mb: float | None = None) -> list[dict]:
     """Measure LdSM at fixed N for every K in ``labels`` (Amazon-670K-like rows).
 
     Parameters
@@ -274,24 +282,28 @@ def label_curve(labels, params: dict, *, n_samples: int = 50_000, test_fraction:
         Seed of the data.
     progress : bool, default=True
         Show a progress bar over the points.
+    memory_limit_mb : float, optional
+        Stop a point's run above this resident memory (see :func:`measure`).
 
     Returns
     -------
     list of dict
-        One result of :func:`measure` per K, with the shape and settings.
+        One result of :func:`measure` per K, with the shape and settings; a
+        point that did not finish has ``failed`` (why) and ``message``.
     """
     base = SYNTHETIC_PRESETS["amazon670k-shape"]
     results = []
     for n_labels in tqdm(labels, desc="K curve", unit="point", disable=not progress):
         preset = dataclasses.replace(base, n_samples=n_samples, n_labels=n_labels)
         X, Y = make_synthetic_preset(preset, random_state=seed)
-        results.append(_run_point(X, Y, params, test_fraction))
+        results.append(_run_point(X, Y, params, test_fraction, memory_limit_mb))
         del X, Y
     return results
 
 
 def preset_runs(preset: str, scales, params: dict, *, test_fraction: float = 0.2,
-                seed: int = 0, progress: bool = True) -> list[dict]:
+                seed: int = 0, progress: bool = True,
+                memory_limit_mb: float | None = None) -> list[dict]:
     """Measure LdSM on a synthetic preset at each scale (N and K times the scale).
 
     Parameters
@@ -302,13 +314,14 @@ def preset_runs(preset: str, scales, params: dict, *, test_fraction: float = 0.2
         Scales in (0, 1].
     params : dict
         LdSM hyper-parameters (``max_nodes=None``: LdSM's own budget).
-    test_fraction, seed, progress
+    test_fraction, seed, progress, memory_limit_mb
         As in :func:`label_curve`.
 
     Returns
     -------
     list of dict
-        One result of :func:`measure` per scale, with ``preset`` and ``scale``.
+        One result of :func:`measure` per scale, with ``preset`` and ``scale``;
+        a point that did not finish has ``failed`` (why) and ``message``.
     """
     if preset not in SYNTHETIC_PRESETS:
         raise ValueError(f"preset must be one of {sorted(SYNTHETIC_PRESETS)}, got {preset!r}")
@@ -319,7 +332,7 @@ def preset_runs(preset: str, scales, params: dict, *, test_fraction: float = 0.2
             X, Y = make_synthetic_preset(preset, scale=scale, random_state=seed)
             bar.update(1)
             bar.set_postfix(scale=scale, step="train+predict")
-            result = _run_point(X, Y, params, test_fraction)
+            result = _run_point(X, Y, params, test_fraction, memory_limit_mb)
             del X, Y
             result.update(preset=preset, scale=scale)
             results.append(result)
@@ -331,9 +344,14 @@ def preset_runs(preset: str, scales, params: dict, *, test_fraction: float = 0.2
 
 
 def format_table(results: list[dict]) -> str:
-    """Fixed-width text table of the main columns, one row per result."""
+    """Fixed-width text table of the main columns, one row per result (the shape and
+    why, for a run that did not finish)."""
     lines = ["".join(f"{header:>10}" for header in TABLE_COLUMNS.values())]
     for result in results:
+        if "failed" in result:
+            shape = "".join(f"{result[c]:>10}" for c in ("n_samples", "n_labels", "n_labels_seen"))
+            lines.append(f"{shape}  did not finish: {result['failed']}")
+            continue
         cells = [100 * result[c] if "@" in c else result[c] for c in TABLE_COLUMNS]
         lines.append("".join(f"{v:>10.0f}" if abs(v) >= 1000 else f"{v:>10.3f}" if v < 1
                              else f"{v:>10.2f}" for v in cells))
