@@ -151,6 +151,16 @@ def test_bench_ldsm_suite_prints_the_table(bench_ldsm, monkeypatch, capsys):
     assert " of 1 sets; median fit ratio LdSM / PLT over the 0 real sets nanx (CPU nanx)" in out
 
 
+def _plot_scale_ratio(plot_scale_ratio, reports, tmp_path):
+    """Run the plot script on `reports`, each written to a JSON file of its own."""
+    pytest.importorskip("matplotlib")
+    paths = []
+    for number, report in enumerate(reports):
+        paths.append(tmp_path / f"report{number}.json")
+        paths[-1].write_text(json.dumps(report))
+    plot_scale_ratio.main([*map(str, paths), "--output", str(tmp_path / "ratio.png")])
+
+
 def test_scale_ratios_follow_each_preset_against_its_best_peer(monkeypatch, tmp_path):
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     import plot_scale_ratio
@@ -175,12 +185,7 @@ def test_scale_ratios_follow_each_preset_against_its_best_peer(monkeypatch, tmp_
     assert at_low["P@5"] == pytest.approx(0.3 / 0.25) and at_low["P@1"] == 1.0
     assert at_high["P@1"] == pytest.approx(0.6 / 0.5)
     assert at_high["train_s"] == 0.25 and at_high["peak_rss_mb"] == 0.5
-    pytest.importorskip("matplotlib")
-    paths = []
-    for name, content in (("a.json", reports[0]), ("b.json", reports[1])):
-        paths.append(tmp_path / name)
-        paths[-1].write_text(json.dumps(content))
-    plot_scale_ratio.main([*map(str, paths), "--output", str(tmp_path / "ratio.png")])
+    _plot_scale_ratio(plot_scale_ratio, reports[:2], tmp_path)
     assert (tmp_path / "ratio.png").stat().st_size > 0
 
 
@@ -220,12 +225,7 @@ def test_scale_ratios_name_the_scales_where_no_peer_finished(monkeypatch, tmp_pa
     assert plot_scale_ratio.unfinished_peers(reports) == {"shape": [
         (0.3, ["omikuji-parabel: over 21000 MB", "omikuji-bonsai: over 21000 MB"])]}
     assert [scale for scale, _ in plot_scale_ratio.scale_ratios(reports)["shape"]] == [0.1, 0.5]
-    pytest.importorskip("matplotlib")
-    paths = []
-    for name, content in (("a.json", reports[0]), ("b.json", reports[1])):
-        paths.append(tmp_path / name)
-        paths[-1].write_text(json.dumps(content))
-    plot_scale_ratio.main([*map(str, paths), "--output", str(tmp_path / "ratio.png")])
+    _plot_scale_ratio(plot_scale_ratio, reports[:2], tmp_path)
     assert ("shape@0.3: no peer finished (omikuji-parabel: over 21000 MB; omikuji-bonsai: "
             "over 21000 MB)") in capsys.readouterr().out
 
