@@ -195,14 +195,14 @@ def print_markdown(results: dict, failed: dict) -> None:
         for failure in failed.get(dataset, []):
             print(f"| {dataset} | {run_name(failure)} | did not finish: {failure['reason']} |"
                   + " |" * 6)
-    print("\n| data | LdSM fit seconds by phase | nodes per tree | depth |")
-    print("|---|---|---|---|")
-    for dataset, rows in results.items():
-        for r in rows:
-            if r["model"] == "ldsm":
-                phases = ", ".join(f"{name} {seconds:.2f}"
-                                   for name, seconds in r["fit_seconds"].items())
-                print(f"| {dataset} | {phases} | {r['mean_nodes']:.0f} | {r['max_depth']} |")
+    ldsm_runs = [(dataset, r) for dataset, rows in results.items() for r in rows
+                 if r["model"] == "ldsm"]
+    if ldsm_runs:
+        print("\n| data | LdSM fit seconds by phase | nodes per tree | depth |")
+        print("|---|---|---|---|")
+    for dataset, r in ldsm_runs:
+        phases = ", ".join(f"{name} {seconds:.2f}" for name, seconds in r["fit_seconds"].items())
+        print(f"| {dataset} | {phases} | {r['mean_nodes']:.0f} | {r['max_depth']} |")
 
 
 def print_table(dataset: str, rows: list[tuple[str, dict]], failures: list[dict]) -> None:

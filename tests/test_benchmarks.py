@@ -387,7 +387,16 @@ def test_bench_ldsm_reports_a_run_that_did_not_finish_and_goes_on(bench_ldsm, mo
     out = capsys.readouterr().out
     assert "napkinxc-plt          did not finish: killed by SIGKILL" in out
     assert "| amazon670k-shape@0.002 | napkinxc-plt | did not finish: killed by SIGKILL |" in out
+    assert "| amazon670k-shape@0.002 | scaling " in out  # LdSM's fit by phase
     written = json.loads(report.read_text())
     assert [run["model"] for run in written["datasets"]["amazon670k-shape@0.002"]] == ["ldsm"]
     failure, = written["failed"]["amazon670k-shape@0.002"]
     assert failure["model"] == "napkinxc-plt" and failure["reason"] == "killed by SIGKILL"
+
+
+def test_markdown_leaves_out_the_phase_table_without_ldsm(bench_ldsm, capsys):
+    bench_ldsm.print_markdown({"bibtex": [_run("omikuji-parabel", **{"P@3": 0.4,
+                                                                     "peak_rss_mb": 9.0})]}, {})
+    out = capsys.readouterr().out
+    assert "| bibtex | omikuji-parabel | 50.00 | 40.00 | 20.00 | 30.00 |" in out
+    assert "fit seconds by phase" not in out
