@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -125,8 +126,6 @@ def test_suite_leaves_out_one_vs_all_peers_on_many_labels(bench_ldsm, monkeypatc
 
 def test_bench_ldsm_reports_what_the_auto_settings_resolved_to(bench_ldsm, tmp_path):
     import contextlib
-
-    import scipy.sparse as sp
 
     rng = np.random.default_rng(0)
     X = sp.random(60, 30, density=0.2, format="csr", random_state=0, dtype=np.float32)
@@ -272,7 +271,6 @@ def test_diagnose_ldsm_splits_precision_into_recall_and_classifiers(tmp_path, mo
 def test_recalled_labels_keeps_the_true_candidates(monkeypatch):
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     import diagnose_ldsm
-    import scipy.sparse as sp
 
     Y = sp.csr_matrix([[1, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, 0]])
     candidates = np.array([[2, 3, -1], [0, 3, 2], [1, -1, -1]])
@@ -305,14 +303,8 @@ def _measure_within(seconds, runner, **options):
     return outcome
 
 
-def _tiny_data():
-    import scipy.sparse as sp
-
-    Y = sp.csr_matrix(np.eye(3, dtype=np.float32))
-    return Y, Y, Y, Y
-
-
-_TINY = _tiny_data()
+#: Three rows of one label each: features, labels, test features and test labels alike.
+_TINY = (sp.csr_matrix(np.eye(3, dtype=np.float32)),) * 4
 
 
 def _perfect(data, timer):
