@@ -11,16 +11,19 @@ forked child (``xmltree.benchmark.measure``): P@1/3/5, PSP@5, fit seconds
   ``TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2))`` then omikuji Parabel,
   omikuji Bonsai, napkinXC PLT or PECOS XR-Linear (if ``libpecos`` is installed).
 
-``--pipelines tfidf-ldsm xmltree-histogram-weight-0.3`` adds two diagnostics: LdSM on the
-scikit-learn tf-idf features (the learner on the peers' features), and TextClassifier with
-``LdSM(histogram_weight=0.3)`` (the blend that LdSM's own "auto" gives rows of this many
-features, which the text route resolves to 0).
+``--pipelines tfidf-ldsm xmltree-histogram-weight-0.3 xmltree-words`` adds three
+diagnostics: LdSM on the scikit-learn tf-idf features (the learner on the peers' features),
+TextClassifier with ``LdSM(histogram_weight=0.3)`` (the blend that LdSM's own "auto" gives
+rows of this many features, which the text route resolves to 0), and TextClassifier on words
+alone (``pair_min_documents=None``).
 
 ``--tune`` instead scores vectoriser settings of ``TextClassifier`` on held-out rows of
-the *training* split (never the test split).
+the *training* split (never the test split): ``--tune vectorizer`` the words' ``min_count``
+and hashed n-grams, ``--tune pairs`` the word pairs' ``pair_min_documents`` and
+``pair_weight``, on the held-out splits ``--holdout-seed``.
 
     python benchmarks/bench_text.py --corpus debtags reuters --json text.json
-    python benchmarks/bench_text.py --corpus debtags --tune
+    python benchmarks/bench_text.py --corpus debtags --tune pairs --holdout-seed 0 1
 """
 
 from __future__ import annotations
@@ -49,14 +52,23 @@ PIPELINES = ("xmltree", "xmltree-cli", "fasttext", "tfidf-parabel", "tfidf-bonsa
 
 #: Pipelines that tell the vectoriser's share of a gap from the learner's (``--pipelines``):
 #: LdSM on scikit-learn's tf-idf features, and TextClassifier with a learner setting changed.
-DIAGNOSTICS = ("tfidf-ldsm", "xmltree-histogram-weight-0.3")
+DIAGNOSTICS = ("tfidf-ldsm", "xmltree-histogram-weight-0.3", "xmltree-words")
 
 #: fastText's multi-label tutorial ("-loss ova" section), on 2 threads.
 FASTTEXT_SETTINGS = {"loss": "ova", "lr": 0.5, "epoch": 25, "wordNgrams": 2, "bucket": 200000,
                      "dim": 50}
 
-#: The vectoriser settings ``--tune`` tries (ngrams, buckets, min_count, weighting).
-TUNING_GRID = {"ngrams": [1, 2], "buckets": [1 << 18, 1 << 20], "min_count": [1, 2, 3]}
+#: The settings ``--tune vectorizer`` tries (without word pairs), and ``--tune pairs``.
+TUNING_GRIDS = {
+    "vectorizer": [{"ngrams": ngrams, "buckets": buckets, "min_count": min_count,
+                    "pair_min_documents": None}
+                   for ngrams, buckets, min_count in itertools.product([1, 2], [1 << 18, 1 << 20],
+                                                                       [1, 2, 3])
+                   if ngrams == 2 or buckets == 1 << 18],  # buckets hold n-grams only
+    "pairs": [{"pair_min_documents": None}] + [
+        {"pair_min_documents": documents, "pair_weight": weight}
+        for documents, weight in itertools.product([5, 10, 20, 40], [0.3, 0.4, 0.55, 0.7])],
+}
 
 
 # ----------------------------------------------------------------------------- data
@@ -266,7 +278,8 @@ RUNNERS = {"xmltree": run_xmltree, "xmltree-cli": run_xmltree_cli, "fasttext": r
            "tfidf-plt": run_napkinxc, "tfidf-xrlinear": run_xrlinear,
            "tfidf-ldsm": run_tfidf_ldsm,
            "xmltree-histogram-weight-0.3": functools.partial(
-               run_xmltree, learner_settings={"histogram_weight": 0.3})}
+               run_xmltree, learner_settings={"histogram_weight": 0.3}),
+           "xmltree-words": functools.partial(run_xmltree, pair_min_documents=None)}
 
 
 # ----------------------------------------------------------------------------- runs
@@ -287,24 +300,22 @@ def compare(corpus: str, pipelines) -> dict:
     return results
 
 
-def tune(corpus: str, held_out: float = 0.2) -> dict:
-    """Vectoriser settings of TextClassifier scored on held-out rows of the training split."""
+def tune(corpus: str, grid: str, seed: int = 0, held_out: float = 0.2) -> dict:
+    """Settings of TextClassifier (``TUNING_GRIDS[grid]``) scored on held-out rows of the
+    training split, a random `held_out` share of them drawn with `seed`."""
     texts, names, _, _ = read_corpus(corpus)
-    order = np.random.default_rng(0).permutation(len(texts))
+    order = np.random.default_rng(seed).permutation(len(texts))
     n_fit = len(texts) - int(held_out * len(texts))
     fit_rows, held_rows = order[:n_fit], order[n_fit:]
     data, classes = problem([texts[i] for i in fit_rows], [names[i] for i in fit_rows],
                             [texts[i] for i in held_rows], [names[i] for i in held_rows])
     weights = inverse_propensity(data[1])
     results = {}
-    for ngrams, buckets, min_count in itertools.product(*TUNING_GRID.values()):
-        if ngrams == 1 and buckets != TUNING_GRID["buckets"][0]:
-            continue  # buckets hold n-grams only
-        settings = {"ngrams": ngrams, "buckets": buckets, "min_count": min_count}
+    for settings in TUNING_GRIDS[grid]:
         key = json.dumps(settings)
         runner = functools.partial(_with_classes, run_xmltree, classes, **settings)
         results[key] = measure(runner, data, weights)
-        print(f"{corpus} held-out {key}: {summary(results[key])}", flush=True)
+        print(f"{corpus} held-out split {seed} {key}: {summary(results[key])}", flush=True)
     return results
 
 
@@ -340,15 +351,23 @@ def main(argv=None) -> None:
                         default=["debtags", "reuters"])
     parser.add_argument("--pipelines", nargs="+", choices=PIPELINES + DIAGNOSTICS,
                         default=list(PIPELINES))
-    parser.add_argument("--tune", action="store_true",
-                        help="score vectoriser settings on held-out training rows instead")
+    parser.add_argument("--tune", choices=tuple(TUNING_GRIDS),
+                        help="score these settings on held-out training rows instead")
+    parser.add_argument("--holdout-seed", type=int, nargs="+", default=[0],
+                        help="--tune: seeds of the held-out splits (20%% of the training rows)")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "2")
     report = {}
     for corpus in args.corpus:
-        report[corpus] = tune(corpus) if args.tune else compare(corpus, args.pipelines)
-        print_markdown(corpus, report[corpus])
+        if args.tune is None:
+            report[corpus] = compare(corpus, args.pipelines)
+            print_markdown(corpus, report[corpus])
+            continue
+        for seed in args.holdout_seed:
+            name = f"{corpus}, held-out split {seed}"
+            report[name] = tune(corpus, args.tune, seed)
+            print_markdown(name, report[name])
     if args.json is not None:
         write_json(args.json, report)
 

@@ -66,6 +66,8 @@ def test_train_text_evaluate_save_and_predict_names(files, tmp_path, capsys):
     (["--rerank"], "--rerank does not apply to --text"),
     (["--weighting", "bm25"], "invalid choice"),
     (["--dim", "4"], "--dim do(es) not apply"),
+    (["--pair-min-documents", "0"], "pair_min_documents must be an integer >= 1"),
+    (["--pair-weight", "-1"], "pair_weight must be a finite number > 0"),
 ])
 def test_bad_text_options_fail_before_reading(files, tmp_path, capsys, flags, message):
     train, _ = files
@@ -78,11 +80,30 @@ def test_bad_text_options_fail_before_reading(files, tmp_path, capsys, flags, me
     assert code != 0 and message in capsys.readouterr().err
 
 
-def test_weighting_needs_text(files, tmp_path, capsys):
+@pytest.mark.parametrize("flag, value", [("--weighting", "count"),
+                                         ("--pair-min-documents", "3"), ("--pair-weight", "1")])
+def test_text_feature_options_need_text(files, tmp_path, capsys, flag, value):
     train, _ = files
     assert main(["-q", "train", str(train), "--model", str(tmp_path / "m.npz"),
-                 "--weighting", "count"]) == 1
-    assert "--weighting applies to --text only" in capsys.readouterr().err
+                 flag, value]) == 1
+    assert f"{flag} applies to --text only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags, pair_min_documents, pair_weight", [
+    ([], 20, 0.4),
+    (["--pair-min-documents", "none"], None, 0.4),
+    (["--pair-min-documents", "3", "--pair-weight", "0.7"], 3, 0.7),
+])
+def test_word_pair_options_set_the_vectorizer(files, tmp_path, flags, pair_min_documents,
+                                              pair_weight):
+    train, _ = files
+    model = tmp_path / "model.npz"
+    assert main(["-q", "train", str(train), "--text", "--model", str(model), *flags,
+                 *LDSM]) == 0
+    vectorizer = xmltree.load(model).vectorizer_
+    assert vectorizer.pair_min_documents == pair_min_documents
+    assert vectorizer.pair_weight == pair_weight
+    assert (len(vectorizer.pairs_) > 0) == (pair_min_documents == 3)
 
 
 def test_predict_reads_documents_from_standard_input(files, tmp_path, capsys, monkeypatch):

@@ -156,6 +156,89 @@ def test_tfidf_state_round_trip_and_older_states():
         TextVectorizer(weighting="bm25").fit(["a"])
 
 
+def test_word_pairs_of_enough_documents_get_their_own_ids():
+    docs = ["the cat sat", "the cat ran", "a cat sat", "the cat sat"]
+    vec = TextVectorizer(pair_min_documents=2).fit(docs)
+    # Document frequencies: "the cat" 3, "cat sat" 3, "a cat" 1, "cat ran" 1.
+    assert vec.pairs_ == ["cat sat", "the cat"]
+    n_words = len(vec.vocabulary_)
+    X = vec.transform(["the cat sat the cat", "cat ran"]).toarray()
+    assert X.shape == (2, n_words + 2)
+    np.testing.assert_array_equal(X[:, n_words:], [[1, 2], [0, 0]])
+    # Pairs of out-of-vocabulary tokens count too; buckets come after the pairs.
+    hashed = TextVectorizer(ngrams=2, buckets=5, min_count=4, pair_min_documents=2).fit(docs)
+    assert hashed.vocabulary_ == ["cat"] and hashed.pairs_ == ["cat sat", "the cat"]
+    assert hashed.n_features_ == 1 + 2 + 5
+    row = hashed.transform(["cat sat"]).toarray()[0]
+    assert row[0] == 1 and row[1] == 1 and row[3 + _bucket("cat sat", 5)] == 1
+    assert row.sum() == 3
+    assert TextVectorizer().fit(docs).pairs_ == []
+
+
+def _unit_rows(block):
+    """Rows of a dense block at unit Euclidean norm (zero rows stay zero)."""
+    norms = np.linalg.norm(block, axis=1, keepdims=True)
+    return block / np.where(norms > 0, norms, 1.0)
+
+
+@pytest.mark.parametrize("weight", [0.4, 1.0, 2.5])
+def test_tfidf_weighs_the_pairs_as_a_block_of_their_own(weight):
+    docs = ["the cat sat on the mat", "the cat sat", "a cat sat down", "the mat"]
+    vec = TextVectorizer(weighting="tfidf", pair_min_documents=2, pair_weight=weight)
+    X = vec.fit_transform(docs).toarray()
+    counts = TextVectorizer(pair_min_documents=2).fit_transform(docs).toarray()
+    idf = np.log(5 / (1 + (counts > 0).sum(axis=0))) + 1
+    weights = np.where(counts > 0, (1 + np.log(np.maximum(counts, 1))) * idf, 0)
+    n_words = len(vec.vocabulary_)
+    words, pairs = weights[:, :n_words], weights[:, n_words:]
+    expected = _unit_rows(np.hstack([_unit_rows(words), weight * _unit_rows(pairs)]))
+    np.testing.assert_allclose(X, expected, rtol=1e-6, atol=1e-7)
+    assert vec.pairs_ and np.all(np.linalg.norm(pairs, axis=1)[:3] > 0)
+    # The last document has no pair: its words alone, at unit norm.
+    np.testing.assert_allclose(np.linalg.norm(X, axis=1), 1.0, rtol=1e-6)
+
+
+def test_word_pairs_survive_the_state_and_older_states_have_none():
+    vec = TextVectorizer(weighting="tfidf", pair_min_documents=1, pair_weight=0.3)
+    vec.fit(["a b c", "b c d"])
+    params, arrays = vec._get_state()
+    again = TextVectorizer._from_state(params, arrays)
+    assert again.pairs_ == vec.pairs_ and again.pair_weight == 0.3
+    np.testing.assert_array_equal(again.transform(["a b c d"]).toarray(),
+                                  vec.transform(["a b c d"]).toarray())
+    plain = TextVectorizer(weighting="tfidf").fit(["a b c", "b c d"])
+    params, arrays = plain._get_state()
+    older = {key: value for key, value in params.items() if not key.startswith("pair")}
+    old = TextVectorizer._from_state(older, {key: value for key, value in arrays.items()
+                                             if not key.startswith("pairs")})
+    assert old.pairs_ == [] and old.pair_min_documents is None
+    np.testing.assert_array_equal(old.transform(["a b"]).toarray(),
+                                  plain.transform(["a b"]).toarray())
+
+
+@pytest.mark.parametrize("pairs, match", [(["b c", "b c"], "duplicate"), (["bc"], "two tokens"),
+                                          (["a b c"], "two tokens")])
+def test_bad_stored_word_pairs_are_refused(pairs, match):
+    vec = TextVectorizer(pair_min_documents=1).fit(["a b c"])
+    params, arrays = vec._get_state()
+    data, offsets = encode_strings(pairs)
+    with pytest.raises(ModelFormatError, match=match):
+        TextVectorizer._from_state(params, {**arrays, "pairs_data": data,
+                                            "pairs_offsets": offsets})
+
+
+@pytest.mark.parametrize("settings, match", [
+    ({"pair_min_documents": 0}, "pair_min_documents"),
+    ({"pair_min_documents": 2.5}, "pair_min_documents"),
+    ({"pair_weight": 0.0}, "pair_weight"),
+    ({"pair_weight": float("nan")}, "pair_weight"),
+    ({"pair_weight": "1"}, "pair_weight"),
+])
+def test_bad_word_pair_settings_are_refused(settings, match):
+    with pytest.raises(ValueError, match=match):
+        TextVectorizer(**settings).fit(["a b"])
+
+
 def test_read_documents_in_both_formats(tmp_path):
     fasttext = tmp_path / "docs.txt"
     fasttext.write_text("__label__a __label__b hello world\n__label__c bye\n", encoding="utf-8")

@@ -112,7 +112,8 @@ def test_other_learners_and_settings(weighting):
     texts, labels = corpus()
     model = TextClassifier(LearnedTree(dim=8, epochs=10, random_state=0), ngrams=2,
                            buckets=64, min_count=1, weighting=weighting).fit(texts, labels)
-    assert model.n_features_in_ == len(model.vectorizer_.vocabulary_) + 64
+    vectorizer = model.vectorizer_
+    assert model.n_features_in_ == len(vectorizer.vocabulary_) + len(vectorizer.pairs_) + 64
     assert model.score(texts, labels) > 0.8
     single = TextClassifier(small_ldsm()).fit(texts, [row[0] for row in labels])
     assert single.predict(texts[:1], 1)[0][0, 0] in TOPICS

@@ -46,6 +46,7 @@ from .datasets import READERS
 from .rerank import Reranked, make_reranker
 from .rerank._stage import reranking_stage
 from .text import DOCUMENT_FORMATS, WEIGHTINGS
+from .text_classifier import TextClassifier
 
 logger = logging.getLogger(__name__)
 
@@ -375,8 +376,9 @@ def _run_train(args) -> int:
                         {"training data": args.data, "test data": args.test})
     if args.text:
         return _train_text(args)
-    if args.weighting is not None:
-        raise ValueError("--weighting applies to --text only")
+    for name in _TEXT_ONLY:
+        if getattr(args, name) is not None:
+            raise ValueError(f"--{name.replace('_', '-')} applies to --text only")
     # Bad options fail before the data is read.
     model = _model_from_args(args, args.learner)
     rerank = _rerank_setting(args.rerank, args.rerank_params)
@@ -423,7 +425,14 @@ def _train_learned_tree(model, args, rerank) -> int:
 # ----------------------------------------------------------------------- --text
 
 #: Options of ``train --text`` that set the text features, not the learner.
-_TEXT_SETTINGS = ("ngrams", "buckets", "min_count", "weighting")
+_TEXT_SETTINGS = ("ngrams", "buckets", "min_count", "weighting", "pair_min_documents",
+                  "pair_weight")
+
+#: Options of ``train`` that only ``--text`` reads (the others also set LearnedTree's text).
+_TEXT_ONLY = ("weighting", "pair_min_documents", "pair_weight")
+
+#: ``TextClassifier``'s defaults, which the help of the ``--text`` options states.
+_TEXT_DEFAULTS = TextClassifier().get_params()
 
 
 def _add_text_options(parser: argparse.ArgumentParser) -> None:
@@ -431,7 +440,7 @@ def _add_text_options(parser: argparse.ArgumentParser) -> None:
         "text (--text: documents in, label names out, as one model file)")
     group.add_argument("--text", action="store_true",
                        help="the data are documents with label names: train "
-                       "xmltree.TextClassifier (tf-idf of words and hashed word n-grams, "
+                       "xmltree.TextClassifier (tf-idf of words and frequent word pairs, "
                        "then LdSM); 'predict' then prints label names")
     group.add_argument("--text-format", choices=DOCUMENT_FORMATS, default="auto",
                        help="fastText '__label__NAME text' lines, or JSON lines "
@@ -439,12 +448,18 @@ def _add_text_options(parser: argparse.ArgumentParser) -> None:
                        "*.json are JSON lines)")
     group.add_argument("--weighting", choices=WEIGHTINGS,
                        help="--text: feature weights (default tfidf)")
+    group.add_argument("--pair-min-documents", type=_integer_or_word, metavar="N",
+                       help="--text: adjacent word pairs in at least N training documents are "
+                       "features of their own; 'none': no pairs (default "
+                       f"{_TEXT_DEFAULTS['pair_min_documents']})")
+    group.add_argument("--pair-weight", type=float, metavar="W",
+                       help="--text: norm of a document's word pairs against its words' "
+                       f"(default {_TEXT_DEFAULTS['pair_weight']})")
 
 
 def _train_text(args) -> int:
     """``train --text``: a TextClassifier around LdSM, on documents with label names."""
     from .text import read_documents
-    from .text_classifier import TextClassifier
 
     if args.learner != "ldsm":
         raise ValueError("--text trains LdSM on documents (--learner learned-tree reads "
@@ -453,6 +468,8 @@ def _train_text(args) -> int:
         raise ValueError("--rerank does not apply to --text")
     settings = {name: getattr(args, name) for name in _TEXT_SETTINGS
                 if getattr(args, name) is not None}
+    if settings.get("pair_min_documents") == "none":
+        settings["pair_min_documents"] = None
     model = TextClassifier(_model_from_args(args, "ldsm", exclude=_TEXT_SETTINGS), **settings)
     model._validate_params()  # bad options fail before the data is read
     texts, names = read_documents(args.data, args.text_format)

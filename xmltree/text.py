@@ -2,8 +2,10 @@
 
 The features follow fastText: a document is the bag of its in-vocabulary
 words plus its word n-grams (2 <= n <= ``ngrams``) hashed into ``buckets``
-extra ids, each counted. The result is a CSR matrix that any xmltree learner
-accepts; :class:`xmltree.LearnedTree` averages the embeddings of these ids.
+extra ids, each counted. Optionally, adjacent word pairs found in enough
+training documents get ids of their own (a vocabulary of pairs, not
+hashed). The result is a CSR matrix that any xmltree learner accepts;
+:class:`xmltree.LearnedTree` averages the embeddings of these ids.
 
 For language modelling, :func:`context_windows` turns a token stream into
 (previous ``c`` words -> next word) examples with one feature per
@@ -22,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ._base import check_choice, check_int
+from ._base import check_choice, check_int, check_real
 from ._weighting import smoothed_idf, sublinear_tf, unit_rows
 from .exceptions import DataFormatError, ModelFormatError, NotFittedError
 
@@ -78,12 +80,27 @@ class TextVectorizer:
         fitted documents, and each row scaled to unit Euclidean norm, so
         that frequent words and long documents do not dominate linear
         models such as LdSM's node regressors.
+    pair_min_documents : int or None, default=None
+        Adjacent word pairs (of any two tokens, in or out of the vocabulary)
+        found in at least this many training documents become features of
+        their own; None: no pairs. Unlike hashed n-grams, rare pairs are left
+        out and no two pairs share an id.
+    pair_weight : float, default=0.5
+        With ``weighting="tfidf"`` and pairs, a row's pairs and its other
+        features are each scaled to unit norm, the pairs times this weight,
+        before the whole row is: a pair says less than its two words, and
+        many pairs would otherwise outweigh them.
 
     Attributes
     ----------
     vocabulary_ : list of str
         Words by decreasing frequency (ties alphabetical); a word's feature id
-        is its position. Bucket ``b`` has id ``len(vocabulary_) + b``.
+        is its position.
+    pairs_ : list of str
+        The word pairs (two tokens joined by a space) by decreasing document
+        frequency (ties alphabetical); pair ``p`` has id
+        ``len(vocabulary_) + p``, and bucket ``b`` has id
+        ``len(vocabulary_) + len(pairs_) + b``.
     n_features_ : int
     idf_ : numpy.ndarray of float32, or None
         The inverse document frequency of each of the ``n_features_``
@@ -91,21 +108,28 @@ class TextVectorizer:
     """
 
     def __init__(self, ngrams: int = 1, buckets: int = 2_000_000, min_count: int = 1,
-                 lowercase: bool = True, weighting: str = "count"):
+                 lowercase: bool = True, weighting: str = "count",
+                 pair_min_documents: int | None = None, pair_weight: float = 0.5):
         self.ngrams = ngrams
         self.buckets = buckets
         self.min_count = min_count
         self.lowercase = lowercase
         self.weighting = weighting
+        self.pair_min_documents = pair_min_documents
+        self.pair_weight = pair_weight
 
     def _validate_params(self) -> None:
         for name in ("ngrams", "buckets", "min_count"):
             check_int(name, getattr(self, name), 1)
         check_choice("weighting", self.weighting, WEIGHTINGS)
+        if self.pair_min_documents is not None:
+            check_int("pair_min_documents", self.pair_min_documents, 1)
+        check_real("pair_weight", self.pair_weight, 0.0, strict=True)
 
     @property
     def n_features_(self) -> int:
-        return len(self.vocabulary_) + (self.buckets if self.ngrams > 1 else 0)
+        return (len(self.vocabulary_) + len(self.pairs_)
+                + (self.buckets if self.ngrams > 1 else 0))
 
     def fit(self, texts: Iterable[str]) -> TextVectorizer:
         """Build the vocabulary (and the idf) from ``texts`` (one string per document)."""
@@ -121,7 +145,8 @@ class TextVectorizer:
             counts.update(tokenize(text, self.lowercase))
         kept = [word for word, count in counts.items() if count >= self.min_count]
         kept.sort(key=lambda word: (-counts[word], word))
-        self._set_vocabulary(kept)
+        self._set_vocabulary(kept, _frequent_pairs(texts, self.lowercase,
+                                                   self.pair_min_documents))
         matrix = self._count(texts)
         self.idf_ = None
         if self.weighting == "tfidf":
@@ -129,9 +154,11 @@ class TextVectorizer:
             self.idf_ = smoothed_idf(document_frequency, len(texts)).astype(np.float32)
         return self._weigh(matrix)
 
-    def _set_vocabulary(self, words: list[str]) -> None:
+    def _set_vocabulary(self, words: list[str], pairs: list[str]) -> None:
         self.vocabulary_ = list(words)
         self._index = {word: i for i, word in enumerate(self.vocabulary_)}
+        self.pairs_ = list(pairs)
+        self._pair_index = {pair: len(words) + i for i, pair in enumerate(self.pairs_)}
 
     def transform(self, texts: Iterable[str]) -> sp.csr_matrix:
         """Return the ``(n_documents, n_features_)`` float32 CSR matrix of features.
@@ -144,14 +171,17 @@ class TextVectorizer:
 
     def _count(self, texts: Iterable[str]) -> sp.csr_matrix:
         """The count matrix of ``texts`` over the fitted vocabulary and the buckets."""
-        n_words = len(self.vocabulary_)
+        first_bucket = len(self.vocabulary_) + len(self.pairs_)
         rows, cols = [], []
         n_docs = 0
         for row, text in enumerate(texts):
             tokens = tokenize(text, self.lowercase)
             ids = [self._index[t] for t in tokens if t in self._index]
+            if self._pair_index:
+                ids.extend(self._pair_index[pair] for pair in _adjacent_pairs(tokens)
+                           if pair in self._pair_index)
             for n in range(2, self.ngrams + 1):
-                ids.extend(n_words + _bucket(" ".join(tokens[s:s + n]), self.buckets)
+                ids.extend(first_bucket + _bucket(" ".join(tokens[s:s + n]), self.buckets)
                            for s in range(len(tokens) - n + 1))
             rows.extend([row] * len(ids))
             cols.extend(ids)
@@ -170,16 +200,28 @@ class TextVectorizer:
         if self.idf_ is None:
             return matrix
         weighted = sublinear_tf(matrix.data) * self.idf_[matrix.indices]
+        if self.pairs_:
+            n_words = len(self.vocabulary_)
+            is_pair = (matrix.indices >= n_words) & (matrix.indices < n_words + len(self.pairs_))
+            weighted[~is_pair] = unit_rows(np.where(is_pair, 0.0, weighted),
+                                           matrix.indptr)[~is_pair]
+            weighted[is_pair] = self.pair_weight * unit_rows(np.where(is_pair, weighted, 0.0),
+                                                             matrix.indptr)[is_pair]
         matrix.data = unit_rows(weighted, matrix.indptr).astype(np.float32)
         return matrix
 
     def _get_state(self) -> tuple[dict, dict]:
         """Return ``(params, arrays)`` for model files (no pickle)."""
         data, offsets = encode_strings(self.vocabulary_)
+        pair_data, pair_offsets = encode_strings(self.pairs_)
         params = {"ngrams": int(self.ngrams), "buckets": int(self.buckets),
                   "min_count": int(self.min_count), "lowercase": bool(self.lowercase),
-                  "weighting": self.weighting}
-        arrays = {"vocabulary_data": data, "vocabulary_offsets": offsets}
+                  "weighting": self.weighting,
+                  "pair_min_documents": (None if self.pair_min_documents is None
+                                         else int(self.pair_min_documents)),
+                  "pair_weight": float(self.pair_weight)}
+        arrays = {"vocabulary_data": data, "vocabulary_offsets": offsets,
+                  "pairs_data": pair_data, "pairs_offsets": pair_offsets}
         if self.idf_ is not None:
             arrays["idf"] = self.idf_
         return params, arrays
@@ -188,7 +230,8 @@ class TextVectorizer:
     def _from_state(cls, params: dict, arrays: dict) -> TextVectorizer:
         """Rebuild a fitted vectorizer from :meth:`_get_state` output.
 
-        Vectorizers saved before ``weighting`` existed count.
+        Vectorizers saved before ``weighting`` existed count; those saved
+        before word pairs existed have none.
 
         Raises
         ------
@@ -198,16 +241,41 @@ class TextVectorizer:
         try:
             vectorizer = cls(int(params["ngrams"]), int(params["buckets"]),
                              int(params["min_count"]), bool(params["lowercase"]),
-                             params.get("weighting", "count"))
+                             params.get("weighting", "count"),
+                             params.get("pair_min_documents"), params.get("pair_weight", 0.5))
             vectorizer._validate_params()
             words = decode_strings(arrays["vocabulary_data"], arrays["vocabulary_offsets"])
+            pairs = (decode_strings(arrays["pairs_data"], arrays["pairs_offsets"])
+                     if "pairs_data" in arrays else [])
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelFormatError(f"invalid text vectorizer state ({exc})") from exc
-        if len(set(words)) != len(words):
-            raise ModelFormatError("invalid text vectorizer state (duplicate vocabulary words)")
-        vectorizer._set_vocabulary(words)
+        if len(set(words)) != len(words) or len(set(pairs)) != len(pairs):
+            raise ModelFormatError("invalid text vectorizer state (duplicate vocabulary words "
+                                   "or pairs)")
+        if any(len(pair.split(" ")) != 2 for pair in pairs):
+            raise ModelFormatError("invalid text vectorizer state (a word pair is not two "
+                                   "tokens joined by one space)")
+        vectorizer._set_vocabulary(words, pairs)
         vectorizer.idf_ = _stored_idf(vectorizer, arrays)
         return vectorizer
+
+
+def _adjacent_pairs(tokens: list[str]):
+    """The document's adjacent token pairs, each as the two tokens joined by a space."""
+    return (f"{first} {second}" for first, second in zip(tokens, tokens[1:]))
+
+
+def _frequent_pairs(texts: list[str], lowercase: bool, min_documents: int | None) -> list[str]:
+    """Adjacent token pairs of at least `min_documents` documents, most frequent first
+    (ties alphabetical); none if `min_documents` is None."""
+    if min_documents is None:
+        return []
+    documents = Counter()
+    for text in texts:
+        documents.update(set(_adjacent_pairs(tokenize(text, lowercase))))
+    kept = [pair for pair, count in documents.items() if count >= min_documents]
+    kept.sort(key=lambda pair: (-documents[pair], pair))
+    return kept
 
 
 def _stored_idf(vectorizer: TextVectorizer, arrays: dict) -> np.ndarray | None:
