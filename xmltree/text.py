@@ -201,6 +201,7 @@ class TextVectorizer:
             return matrix
         weighted = sublinear_tf(matrix.data) * self.idf_[matrix.indices]
         if self.pairs_:
+            # Each block at unit norm (the other's entries zeroed), the pairs then weighed.
             n_words = len(self.vocabulary_)
             is_pair = (matrix.indices >= n_words) & (matrix.indices < n_words + len(self.pairs_))
             weighted[~is_pair] = unit_rows(np.where(is_pair, 0.0, weighted),
@@ -239,10 +240,12 @@ class TextVectorizer:
             On missing or inconsistent entries.
         """
         try:
+            # Settings added later are absent from older files: their defaults then.
+            later = {name: params[name] for name in ("pair_min_documents", "pair_weight")
+                     if name in params}
             vectorizer = cls(int(params["ngrams"]), int(params["buckets"]),
                              int(params["min_count"]), bool(params["lowercase"]),
-                             params.get("weighting", "count"),
-                             params.get("pair_min_documents"), params.get("pair_weight", 0.5))
+                             params.get("weighting", "count"), **later)
             vectorizer._validate_params()
             words = decode_strings(arrays["vocabulary_data"], arrays["vocabulary_offsets"])
             pairs = (decode_strings(arrays["pairs_data"], arrays["pairs_offsets"])
