@@ -140,13 +140,14 @@ class TextVectorizer:
         """Equivalent to ``fit(texts).transform(texts)``."""
         self._validate_params()
         texts = list(texts)
-        counts = Counter()
+        counts, pair_documents = Counter(), Counter()
         for text in texts:
-            counts.update(tokenize(text, self.lowercase))
-        kept = [word for word, count in counts.items() if count >= self.min_count]
-        kept.sort(key=lambda word: (-counts[word], word))
-        self._set_vocabulary(kept, _frequent_pairs(texts, self.lowercase,
-                                                   self.pair_min_documents))
+            tokens = tokenize(text, self.lowercase)
+            counts.update(tokens)
+            if self.pair_min_documents is not None:
+                pair_documents.update(set(_adjacent_pairs(tokens)))
+        self._set_vocabulary(_most_frequent(counts, self.min_count),
+                             _most_frequent(pair_documents, self.pair_min_documents or 1))
         matrix = self._count(texts)
         self.idf_ = None
         if self.weighting == "tfidf":
@@ -268,16 +269,10 @@ def _adjacent_pairs(tokens: list[str]):
     return (f"{first} {second}" for first, second in zip(tokens, tokens[1:]))
 
 
-def _frequent_pairs(texts: list[str], lowercase: bool, min_documents: int | None) -> list[str]:
-    """Adjacent token pairs of at least `min_documents` documents, most frequent first
-    (ties alphabetical); none if `min_documents` is None."""
-    if min_documents is None:
-        return []
-    documents = Counter()
-    for text in texts:
-        documents.update(set(_adjacent_pairs(tokenize(text, lowercase))))
-    kept = [pair for pair, count in documents.items() if count >= min_documents]
-    kept.sort(key=lambda pair: (-documents[pair], pair))
+def _most_frequent(counts: Counter, minimum: int) -> list[str]:
+    """The keys counted at least `minimum` times, most frequent first (ties alphabetical)."""
+    kept = [key for key, count in counts.items() if count >= minimum]
+    kept.sort(key=lambda key: (-counts[key], key))
     return kept
 
 
