@@ -424,12 +424,12 @@ def _train_learned_tree(model, args, rerank) -> int:
 
 # ----------------------------------------------------------------------- --text
 
-#: Options of ``train --text`` that set the text features, not the learner.
-_TEXT_SETTINGS = ("ngrams", "buckets", "min_count", "weighting", "pair_min_documents",
-                  "pair_weight")
-
-#: Options of ``train`` that only ``--text`` reads (the others also set LearnedTree's text).
+#: Options of ``train`` that only ``--text`` reads.
 _TEXT_ONLY = ("weighting", "pair_min_documents", "pair_weight")
+
+#: Options of ``train --text`` that set the text features, not the learner (the first
+#: three also set LearnedTree's).
+_TEXT_SETTINGS = ("ngrams", "buckets", "min_count", *_TEXT_ONLY)
 
 #: ``TextClassifier``'s defaults, which the help of the ``--text`` options states.
 _TEXT_DEFAULTS = TextClassifier().get_params()
