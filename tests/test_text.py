@@ -175,6 +175,32 @@ def test_word_pairs_of_enough_documents_get_their_own_ids():
     assert TextVectorizer().fit(docs).pairs_ == []
 
 
+
+def test_word_pairs_are_counted_within_documents_once_each():
+    # Ends and starts of neighbouring documents make no pair ("b c", "c d"
+    # would reach two documents if they did); "b a" twice in one document
+    # counts one document.
+    docs = ["a b", "c d", "b a b a", "b c", "d a"]
+    vec = TextVectorizer(pair_min_documents=2)
+    X = vec.fit_transform(doc for doc in docs)
+    assert vec.pairs_ == ["a b"]
+    np.testing.assert_array_equal(X.toarray()[:, len(vec.vocabulary_)], [1, 0, 1, 0, 0])
+
+
+@pytest.mark.parametrize("settings", [
+    {"pair_min_documents": 2, "weighting": "tfidf"},
+    {"ngrams": 3, "buckets": 11, "min_count": 2, "pair_min_documents": 1},
+])
+def test_fit_transform_is_fit_then_transform(settings):
+    docs = ["The cat sat on the mat.", "", "the cat ran", "a cat sat, the cat sat",
+            "   ", "zebra crossing"]
+    together = TextVectorizer(**settings).fit_transform(iter(docs))
+    apart = TextVectorizer(**settings).fit(docs).transform(docs)
+    assert together.shape == apart.shape == (len(docs), together.shape[1])
+    np.testing.assert_array_equal(together.indptr, apart.indptr)
+    np.testing.assert_array_equal(together.indices, apart.indices)
+    np.testing.assert_array_equal(together.data, apart.data)
+
 def _unit_rows(block):
     """Rows of a dense block at unit Euclidean norm (zero rows stay zero)."""
     norms = np.linalg.norm(block, axis=1, keepdims=True)

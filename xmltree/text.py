@@ -15,11 +15,13 @@ For language modelling, :func:`context_windows` turns a token stream into
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
-from collections import Counter
+from array import array
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -137,29 +139,44 @@ class TextVectorizer:
         return self
 
     def fit_transform(self, texts: Iterable[str]) -> sp.csr_matrix:
-        """Equivalent to ``fit(texts).transform(texts)``."""
+        """Equivalent to ``fit(texts).transform(texts)``, reading each document once."""
         self._validate_params()
-        texts = list(texts)
-        counts, pair_documents = Counter(), Counter()
-        for text in texts:
-            tokens = tokenize(text, self.lowercase)
-            counts.update(tokens)
-            if self.pair_min_documents is not None:
-                pair_documents.update(set(_adjacent_pairs(tokens)))
-        self._set_vocabulary(_most_frequent(counts, self.min_count),
-                             _most_frequent(pair_documents, self.pair_min_documents or 1))
-        matrix = self._count(texts)
+        numbered = _NumberedTokens()
+        tokens = self._encode(texts, lambda tokens: map(numbered.__getitem__, tokens))
+        names = list(numbered)  # by the ids of the first reading
+        counts = np.bincount(tokens.ids, minlength=len(names))
+        pairs = ([] if self.pair_min_documents is None
+                 else _frequent_pairs(names, tokens, self.pair_min_documents))
+        self._set_vocabulary(_most_frequent(names, counts, self.min_count), pairs)
+        # The first reading's ids to the fitted ones (-1: in neither vocabulary).
+        fitted_ids = np.array([self._token_ids.get(name, -1) for name in names], dtype=np.int64)
+        matrix = self._count(tokens._replace(ids=fitted_ids[tokens.ids]))
         self.idf_ = None
         if self.weighting == "tfidf":
             document_frequency = np.bincount(matrix.indices, minlength=self.n_features_)
-            self.idf_ = smoothed_idf(document_frequency, len(texts)).astype(np.float32)
+            self.idf_ = smoothed_idf(document_frequency, tokens.n_documents).astype(np.float32)
         return self._weigh(matrix)
 
     def _set_vocabulary(self, words: list[str], pairs: list[str]) -> None:
+        """Fix the words and pairs, and the tables that find them in documents.
+
+        Tokens are numbered words first (a word's id is its feature id), then
+        the other tokens of the pairs; a pair is found by the key
+        ``first * n_tokens + second`` of its two tokens' ids.
+        """
         self.vocabulary_ = list(words)
-        self._index = {word: i for i, word in enumerate(self.vocabulary_)}
         self.pairs_ = list(pairs)
-        self._pair_index = {pair: len(words) + i for i, pair in enumerate(self.pairs_)}
+        token_ids = {word: i for i, word in enumerate(self.vocabulary_)}
+        halves = [pair.split(" ") for pair in self.pairs_]
+        for first, second in halves:
+            token_ids.setdefault(first, len(token_ids))
+            token_ids.setdefault(second, len(token_ids))
+        keys = np.array([_pair_key(token_ids[first], token_ids[second], len(token_ids))
+                         for first, second in halves], dtype=np.int64)
+        order = np.argsort(keys, kind="stable")
+        self._token_ids = token_ids
+        self._pair_keys = keys[order]
+        self._pair_features = len(self.vocabulary_) + order
 
     def transform(self, texts: Iterable[str]) -> sp.csr_matrix:
         """Return the ``(n_documents, n_features_)`` float32 CSR matrix of features.
@@ -168,33 +185,58 @@ class TextVectorizer:
         """
         if not hasattr(self, "vocabulary_"):
             raise NotFittedError("this TextVectorizer is not fitted; call fit first")
-        return self._weigh(self._count(texts))
+        find = self._token_ids.get
+        return self._weigh(self._count(self._encode(
+            texts, lambda tokens: map(find, tokens, itertools.repeat(-1)))))
 
-    def _count(self, texts: Iterable[str]) -> sp.csr_matrix:
-        """The count matrix of ``texts`` over the fitted vocabulary and the buckets."""
-        first_bucket = len(self.vocabulary_) + len(self.pairs_)
-        rows, cols = [], []
-        n_docs = 0
+    def _encode(self, texts: Iterable[str], number) -> _Tokens:
+        """Read the documents: their tokens numbered by ``number(tokens)`` (an iterable of
+        ids, -1 for tokens not looked for) and, with ``ngrams > 1``, their hashed n-grams."""
+        ids, rows = array("q"), array("q")
+        bucket_rows, buckets = array("q"), array("q")
+        n_documents = 0
         for row, text in enumerate(texts):
             tokens = tokenize(text, self.lowercase)
-            ids = [self._index[t] for t in tokens if t in self._index]
-            if self._pair_index:
-                ids.extend(self._pair_index[pair] for pair in _adjacent_pairs(tokens)
-                           if pair in self._pair_index)
+            ids.extend(number(tokens))
+            rows.extend(itertools.repeat(row, len(tokens)))
             for n in range(2, self.ngrams + 1):
-                ids.extend(first_bucket + _bucket(" ".join(tokens[s:s + n]), self.buckets)
-                           for s in range(len(tokens) - n + 1))
-            rows.extend([row] * len(ids))
-            cols.extend(ids)
-            n_docs = row + 1
-        data = np.ones(len(cols), dtype=np.float32)
-        matrix = sp.csr_matrix((data, (np.asarray(rows, dtype=np.int64),
-                                       np.asarray(cols, dtype=np.int64))),
-                               shape=(n_docs, self.n_features_))
+                start = len(buckets)
+                buckets.extend(_bucket(" ".join(tokens[s:s + n]), self.buckets)
+                               for s in range(len(tokens) - n + 1))
+                bucket_rows.extend(itertools.repeat(row, len(buckets) - start))
+            n_documents = row + 1
+        return _Tokens(n_documents, *(np.frombuffer(part, dtype=np.int64)
+                                      for part in (rows, ids, bucket_rows, buckets)))
+
+    def _count(self, tokens: _Tokens) -> sp.csr_matrix:
+        """The count matrix of documents read with the fitted token ids."""
+        n_words = len(self.vocabulary_)
+        is_word = (tokens.ids >= 0) & (tokens.ids < n_words)
+        rows, columns = [tokens.rows[is_word]], [tokens.ids[is_word]]
+        if self.pairs_:
+            starts, pairs = self._find_pairs(tokens)
+            rows.append(tokens.rows[starts])
+            columns.append(self._pair_features[pairs])
+        rows.append(tokens.bucket_rows)
+        columns.append(n_words + len(self.pairs_) + tokens.buckets)
+        rows, columns = np.concatenate(rows), np.concatenate(columns)
+        matrix = sp.csr_matrix((np.ones(columns.size, dtype=np.float32), (rows, columns)),
+                               shape=(tokens.n_documents, self.n_features_))
         matrix.sum_duplicates()
         matrix.indices = matrix.indices.astype(np.int32)
         matrix.indptr = matrix.indptr.astype(np.int64)
         return matrix
+
+    def _find_pairs(self, tokens: _Tokens) -> tuple[np.ndarray, np.ndarray]:
+        """The fitted pairs in the documents: their first tokens' positions, and where the
+        pairs are in ``_pair_keys``."""
+        starts = _pair_starts(tokens)
+        # Only known tokens: a key with an id of -1 could equal another pair's.
+        starts = starts[(tokens.ids[starts] >= 0) & (tokens.ids[starts + 1] >= 0)]
+        keys = _pair_key(tokens.ids[starts], tokens.ids[starts + 1], len(self._token_ids))
+        slots = np.minimum(np.searchsorted(self._pair_keys, keys), self._pair_keys.size - 1)
+        found = self._pair_keys[slots] == keys
+        return starts[found], slots[found]
 
     def _weigh(self, matrix: sp.csr_matrix) -> sp.csr_matrix:
         """Counts to the fitted weighting, in place (tf-idf: unit rows; empty rows stay empty)."""
@@ -264,16 +306,59 @@ class TextVectorizer:
         return vectorizer
 
 
-def _adjacent_pairs(tokens: list[str]):
-    """The document's adjacent token pairs, each as the two tokens joined by a space."""
-    return (f"{first} {second}" for first, second in zip(tokens, tokens[1:]))
+class _Tokens(NamedTuple):
+    """Documents as read: ``ids`` and ``rows`` (document) of every token in order, and the
+    hashed n-grams as ``buckets`` (ids from 0) with their ``bucket_rows``."""
+
+    n_documents: int
+    rows: np.ndarray
+    ids: np.ndarray
+    bucket_rows: np.ndarray
+    buckets: np.ndarray
 
 
-def _most_frequent(counts: Counter, minimum: int) -> list[str]:
+class _NumberedTokens(dict):
+    """Token -> id, each new token numbered as it is first looked up."""
+
+    def __missing__(self, token: str) -> int:
+        self[token] = number = len(self)
+        return number
+
+
+def _frequent_pairs(names: list[str], tokens: _Tokens, minimum: int) -> list[str]:
+    """Adjacent token pairs of at least `minimum` documents, as two names joined by a
+    space, most documents first (ties alphabetical); `tokens` numbers `names`."""
+    starts = _pair_starts(tokens)
+    keys = _pair_key(tokens.ids[starts], tokens.ids[starts + 1], len(names))
+    documents = tokens.rows[starts]
+    order = np.lexsort((documents, keys))
+    keys, documents = keys[order], documents[order]
+    # Each pair once a document: the first of each run of equal (pair, document).
+    first = np.ones(keys.size, dtype=bool)
+    first[1:] = (keys[1:] != keys[:-1]) | (documents[1:] != documents[:-1])
+    pairs, n_documents = np.unique(keys[first], return_counts=True)
+    frequent = n_documents >= minimum
+    halves = (divmod(key, len(names)) for key in pairs[frequent].tolist())
+    pair_names = [f"{names[first]} {names[second]}" for first, second in halves]
+    return _most_frequent(pair_names, n_documents[frequent], minimum)
+
+
+def _pair_starts(tokens: _Tokens) -> np.ndarray:
+    """Positions of the tokens that another token of their document follows."""
+    return np.flatnonzero(tokens.rows[:-1] == tokens.rows[1:])
+
+
+def _pair_key(first, second, n_tokens: int):
+    """The key of the pair of token ids ``(first, second)`` (numbers or arrays) among
+    ``n_tokens`` tokens: ``divmod(key, n_tokens)`` gives them back."""
+    return first * n_tokens + second
+
+
+def _most_frequent(keys: list[str], counts: np.ndarray, minimum: int) -> list[str]:
     """The keys counted at least `minimum` times, most frequent first (ties alphabetical)."""
-    kept = [key for key, count in counts.items() if count >= minimum]
-    kept.sort(key=lambda key: (-counts[key], key))
-    return kept
+    kept = [(-count, key) for key, count in zip(keys, counts.tolist()) if count >= minimum]
+    kept.sort()
+    return [key for _, key in kept]
 
 
 def _stored_idf(vectorizer: TextVectorizer, arrays: dict) -> np.ndarray | None:
