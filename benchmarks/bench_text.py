@@ -11,19 +11,24 @@ forked child (``xmltree.benchmark.measure``): P@1/3/5, PSP@5, fit seconds
   ``TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2))`` then omikuji Parabel,
   omikuji Bonsai, napkinXC PLT or PECOS XR-Linear (if ``libpecos`` is installed).
 
-``--pipelines tfidf-ldsm xmltree-histogram-weight-0.3 xmltree-words`` adds three
-diagnostics: LdSM on the scikit-learn tf-idf features (the learner on the peers' features),
-TextClassifier with ``LdSM(histogram_weight=0.3)`` (the blend that LdSM's own "auto" gives
-rows of this many features, which the text route resolves to 0), and TextClassifier on words
-alone (``pair_min_documents=None``).
+``--pipelines tfidf-ldsm xmltree-histogram-weight-0.3 xmltree-training-descent
+xmltree-words`` adds four diagnostics: LdSM on the scikit-learn tf-idf features (the learner
+on the peers' features), TextClassifier with ``LdSM(histogram_weight=0.3)`` (the blend that
+LdSM's own "auto" gives rows of this many features, which the text route resolves to 0), with
+``LdSM(descent_threshold=None)`` (the trees' training rule, which LdSM's own "auto" keeps for
+few labels and the text route widens), and on words alone (``pair_min_documents=None``).
 
 ``--tune`` instead scores vectoriser settings of ``TextClassifier`` on held-out rows of
 the *training* split (never the test split): ``--tune vectorizer`` the words' ``min_count``
 and hashed n-grams, ``--tune pairs`` the word pairs' ``pair_min_documents`` and
-``pair_weight``, on the held-out splits ``--holdout-seed``.
+``pair_weight``, ``--tune descent`` the learner's descent (the text route's wider one, the
+training rule's, and the wider one with 200 candidates), on the held-out splits
+``--holdout-seed``; with ``--pipelines``, those pipelines are scored on the same rows too.
 
     python benchmarks/bench_text.py --corpus debtags reuters --json text.json
     python benchmarks/bench_text.py --corpus debtags --tune pairs --holdout-seed 0 1
+    python benchmarks/bench_text.py --tune descent --holdout-seed 0 1 \
+        --pipelines tfidf-parabel tfidf-bonsai tfidf-plt tfidf-xrlinear
 """
 
 from __future__ import annotations
@@ -52,7 +57,8 @@ PIPELINES = ("xmltree", "xmltree-cli", "fasttext", "tfidf-parabel", "tfidf-bonsa
 
 #: Pipelines that tell the vectoriser's share of a gap from the learner's (``--pipelines``):
 #: LdSM on scikit-learn's tf-idf features, and TextClassifier with a learner setting changed.
-DIAGNOSTICS = ("tfidf-ldsm", "xmltree-histogram-weight-0.3", "xmltree-words")
+DIAGNOSTICS = ("tfidf-ldsm", "xmltree-histogram-weight-0.3", "xmltree-training-descent",
+               "xmltree-words")
 
 #: fastText's multi-label tutorial ("-loss ova" section), on 2 threads.
 FASTTEXT_SETTINGS = {"loss": "ova", "lr": 0.5, "epoch": 25, "wordNgrams": 2, "bucket": 200000,
@@ -68,6 +74,8 @@ TUNING_GRIDS = {
     "pairs": [{"pair_min_documents": None}] + [
         {"pair_min_documents": documents, "pair_weight": weight}
         for documents, weight in itertools.product([5, 10, 20, 40], [0.3, 0.4, 0.55, 0.7])],
+    "descent": [{"learner_settings": {"descent_threshold": None}}, {},
+                {"learner_settings": {"n_candidates": 200}}],
 }
 
 
@@ -279,6 +287,8 @@ RUNNERS = {"xmltree": run_xmltree, "xmltree-cli": run_xmltree_cli, "fasttext": r
            "tfidf-ldsm": run_tfidf_ldsm,
            "xmltree-histogram-weight-0.3": functools.partial(
                run_xmltree, learner_settings={"histogram_weight": 0.3}),
+           "xmltree-training-descent": functools.partial(
+               run_xmltree, learner_settings={"descent_threshold": None}),
            "xmltree-words": functools.partial(run_xmltree, pair_min_documents=None)}
 
 
@@ -300,9 +310,9 @@ def compare(corpus: str, pipelines) -> dict:
     return results
 
 
-def tune(corpus: str, grid: str, seed: int = 0, held_out: float = 0.2) -> dict:
-    """Settings of TextClassifier (``TUNING_GRIDS[grid]``) scored on held-out rows of the
-    training split, a random `held_out` share of them drawn with `seed`."""
+def tune(corpus: str, grid: str, seed: int = 0, held_out: float = 0.2, pipelines=()) -> dict:
+    """Settings of TextClassifier (``TUNING_GRIDS[grid]``), then `pipelines`, scored on
+    held-out rows of the training split, a random `held_out` share of them drawn with `seed`."""
     texts, names, _, _ = read_corpus(corpus)
     order = np.random.default_rng(seed).permutation(len(texts))
     n_fit = len(texts) - int(held_out * len(texts))
@@ -316,6 +326,10 @@ def tune(corpus: str, grid: str, seed: int = 0, held_out: float = 0.2) -> dict:
         runner = functools.partial(_with_classes, run_xmltree, classes, **settings)
         results[key] = measure(runner, data, weights)
         print(f"{corpus} held-out split {seed} {key}: {summary(results[key])}", flush=True)
+    for name in pipelines:
+        results[name] = measure(functools.partial(_with_classes, RUNNERS[name], classes),
+                                data, weights)
+        print(f"{corpus} held-out split {seed} {name}: {summary(results[name])}", flush=True)
     return results
 
 
@@ -350,7 +364,7 @@ def main(argv=None) -> None:
     parser.add_argument("--corpus", nargs="+", choices=("debtags", "reuters"),
                         default=["debtags", "reuters"])
     parser.add_argument("--pipelines", nargs="+", choices=PIPELINES + DIAGNOSTICS,
-                        default=list(PIPELINES))
+                        help="default: every pipeline of PIPELINES, none with --tune")
     parser.add_argument("--tune", choices=tuple(TUNING_GRIDS),
                         help="score these settings on held-out training rows instead")
     parser.add_argument("--holdout-seed", type=int, nargs="+", default=[0],
@@ -361,12 +375,12 @@ def main(argv=None) -> None:
     report = {}
     for corpus in args.corpus:
         if args.tune is None:
-            report[corpus] = compare(corpus, args.pipelines)
+            report[corpus] = compare(corpus, args.pipelines or PIPELINES)
             print_markdown(corpus, report[corpus])
             continue
         for seed in args.holdout_seed:
             name = f"{corpus}, held-out split {seed}"
-            report[name] = tune(corpus, args.tune, seed)
+            report[name] = tune(corpus, args.tune, seed, pipelines=args.pipelines or ())
             print_markdown(name, report[name])
     if args.json is not None:
         write_json(args.json, report)

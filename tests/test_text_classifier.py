@@ -8,6 +8,7 @@ import pytest
 import xmltree
 from xmltree import LdSM, LearnedTree, LOMTree, TextClassifier
 from xmltree.exceptions import DataFormatError, ModelFormatError, NotFittedError
+from xmltree.ldsm._auto_settings import WIDE_DESCENT_THRESHOLD
 from xmltree.metrics import evaluate_model, scorer
 from xmltree.rerank import Reranker
 
@@ -190,12 +191,21 @@ def test_a_lone_surrogate_is_refused_at_fit_naming_the_row(texts_at, labels_at):
     assert where in str(error.value)
 
 
-@pytest.mark.parametrize("given, kept", [("auto", 0.0), (0.3, 0.3), (0.0, 0.0)])
-def test_the_text_route_resolves_only_an_auto_histogram_weight(given, kept):
+@pytest.mark.parametrize("name, given, kept", [
+    ("histogram_weight", "auto", 0.0), ("histogram_weight", 0.3, 0.3),
+    ("histogram_weight", 0.0, 0.0), ("descent_threshold", "auto", WIDE_DESCENT_THRESHOLD),
+    ("descent_threshold", 0.3, 0.3), ("descent_threshold", None, None)])
+def test_the_text_route_resolves_only_auto_settings(name, given, kept):
     texts, labels = corpus(80)
-    learner = LdSM(n_trees=2, max_nodes=7, epochs=2, random_state=0, histogram_weight=given)
+    learner = LdSM(n_trees=2, max_nodes=7, epochs=2, random_state=0, **{name: given})
     model = TextClassifier(learner, min_count=1).fit(texts, labels)
-    assert model.estimator_.histogram_weight == kept
-    assert model.estimator_.resolved_params_["histogram_weight"] == kept
-    assert learner.histogram_weight == given  # the user's settings are not touched
-    assert TextClassifier().fit(texts, labels).estimator_.histogram_weight == 0.0
+    assert getattr(model.estimator_, name) == kept
+    assert model.estimator_.resolved_params_[name] == kept
+    assert getattr(learner, name) == given  # the user's settings are not touched
+
+
+def test_the_default_text_route_gives_the_classifiers_alone_the_wider_descent():
+    texts, labels = corpus(80)
+    resolved = TextClassifier().fit(texts, labels).estimator_.resolved_params_
+    assert resolved["histogram_weight"] == 0.0
+    assert resolved["descent_threshold"] == WIDE_DESCENT_THRESHOLD
