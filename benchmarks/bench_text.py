@@ -7,6 +7,7 @@ forked child (``xmltree.benchmark.measure``): P@1/3/5, PSP@5, fit seconds
 - ``xmltree``: ``TextClassifier(LdSM(random_state=0))``, the defaults seeded;
 - ``xmltree-cli``: ``xmltree train --text`` then ``xmltree predict`` (new processes);
 - ``fasttext``: ``-loss ova``, fastText's multi-label tutorial settings;
+- ``fasttext-autotune``: ``-loss ova`` with fastText's autotune for 10 minutes;
 - ``tfidf-parabel`` / ``tfidf-bonsai`` / ``tfidf-plt`` / ``tfidf-xrlinear``: scikit-learn's
   ``TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2))`` then omikuji Parabel,
   omikuji Bonsai, napkinXC PLT or PECOS XR-Linear (if ``libpecos`` is installed).
@@ -52,8 +53,8 @@ import xmltree
 from xmltree.benchmark import measure
 from xmltree.metrics import inverse_propensity
 
-PIPELINES = ("xmltree", "xmltree-cli", "fasttext", "tfidf-parabel", "tfidf-bonsai", "tfidf-plt",
-             "tfidf-xrlinear")
+PIPELINES = ("xmltree", "xmltree-cli", "fasttext", "fasttext-autotune", "tfidf-parabel",
+             "tfidf-bonsai", "tfidf-plt", "tfidf-xrlinear")
 
 #: Pipelines that tell the vectoriser's share of a gap from the learner's (``--pipelines``):
 #: LdSM on scikit-learn's tf-idf features, and TextClassifier with a learner setting changed.
@@ -63,6 +64,11 @@ DIAGNOSTICS = ("tfidf-ldsm", "xmltree-histogram-weight-0.3", "xmltree-training-d
 #: fastText's multi-label tutorial ("-loss ova" section), on 2 threads.
 FASTTEXT_SETTINGS = {"loss": "ova", "lr": 0.5, "epoch": 25, "wordNgrams": 2, "bucket": 200000,
                      "dim": 50}
+
+#: fastText's autotune (``fasttext-autotune``): its search's seconds (the 10 minutes a user
+#: would give it) and the share of the training documents it is judged on.
+AUTOTUNE_SECONDS = 600
+AUTOTUNE_VALIDATION = 0.1
 
 #: The settings ``--tune vectorizer`` tries (without word pairs), and ``--tune pairs``.
 TUNING_GRIDS = {
@@ -182,19 +188,38 @@ def write_jsonl(path: Path, texts, names) -> None:
             handle.write(json.dumps({"text": text, "labels": row}) + "\n")
 
 
-def run_fasttext(data, classes, timer):
+def write_fasttext(path: Path, texts, names) -> None:
+    """Documents in fastText's format: the labels, then the words, one line a document."""
+    with open(path, "w", encoding="utf-8") as handle:
+        for text, row in zip(texts, names):
+            words = " ".join(text.split())
+            handle.write(" ".join(f"__label__{name}" for name in row) + f" {words}\n")
+
+
+def run_fasttext(data, classes, timer, autotune=False):
+    """fastText with ``FASTTEXT_SETTINGS``; with `autotune`, its autotune instead (``-loss ova``
+    kept, ``AUTOTUNE_SECONDS``, judged on a random ``AUTOTUNE_VALIDATION`` of the training
+    documents, the model then trained on the others)."""
     import fasttext
 
     texts, Y, test_texts, _ = data
+    names = names_of(Y, classes)
     with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / "train.txt"
-        with open(path, "w", encoding="utf-8") as handle:
-            for text, row in zip(texts, names_of(Y, classes)):
-                words = " ".join(text.split())  # one line per document
-                handle.write(" ".join(f"__label__{name}" for name in row) + f" {words}\n")
+        path, valid = Path(directory) / "train.txt", Path(directory) / "valid.txt"
+        if autotune:
+            order = np.random.default_rng(0).permutation(len(texts))
+            n_valid = int(AUTOTUNE_VALIDATION * len(texts))
+            write_fasttext(valid, [texts[i] for i in order[:n_valid]],
+                           [names[i] for i in order[:n_valid]])
+            write_fasttext(path, [texts[i] for i in order[n_valid:]],
+                           [names[i] for i in order[n_valid:]])
+            settings = {"loss": "ova", "autotuneValidationFile": str(valid),
+                        "autotuneDuration": AUTOTUNE_SECONDS}
+        else:
+            write_fasttext(path, texts, names)
+            settings = {"seed": 0, **FASTTEXT_SETTINGS}
         with timer("train"):
-            model = fasttext.train_supervised(input=str(path), thread=2, seed=0,
-                                              verbose=0, **FASTTEXT_SETTINGS)
+            model = fasttext.train_supervised(input=str(path), thread=2, verbose=0, **settings)
         with timer("predict"):
             predicted, _ = model.predict([" ".join(text.split()) for text in test_texts], k=5)
         model.save_model(str(Path(directory) / "model.bin"))
@@ -281,6 +306,7 @@ def run_xrlinear(data, classes, timer):
 
 
 RUNNERS = {"xmltree": run_xmltree, "xmltree-cli": run_xmltree_cli, "fasttext": run_fasttext,
+           "fasttext-autotune": functools.partial(run_fasttext, autotune=True),
            "tfidf-parabel": run_omikuji,
            "tfidf-bonsai": functools.partial(run_omikuji, bonsai=True),
            "tfidf-plt": run_napkinxc, "tfidf-xrlinear": run_xrlinear,
