@@ -19,7 +19,7 @@ LdSM's own "auto" gives rows of this many features, which the text route resolve
 ``LdSM(descent_threshold=None)`` (the trees' training rule, which LdSM's own "auto" keeps for
 few labels and the text route widens), and on words alone (``pair_min_documents=None``).
 
-``--tune`` instead scores vectoriser settings of ``TextClassifier`` on held-out rows of
+``--tune`` instead scores settings of ``TextClassifier`` and its learner on held-out rows of
 the *training* split (never the test split): ``--tune vectorizer`` the words' ``min_count``
 and hashed n-grams, ``--tune pairs`` the word pairs' ``pair_min_documents`` and
 ``pair_weight``, ``--tune descent`` the learner's descent (the text route's wider one, the
@@ -70,7 +70,8 @@ FASTTEXT_SETTINGS = {"loss": "ova", "lr": 0.5, "epoch": 25, "wordNgrams": 2, "bu
 AUTOTUNE_SECONDS = 600
 AUTOTUNE_VALIDATION = 0.1
 
-#: The settings ``--tune vectorizer`` tries (without word pairs), and ``--tune pairs``.
+#: The settings ``--tune vectorizer`` tries (without word pairs), ``--tune pairs`` and
+#: ``--tune descent`` (the learner's, as ``run_xmltree``'s ``learner_settings``).
 TUNING_GRIDS = {
     "vectorizer": [{"ngrams": ngrams, "buckets": buckets, "min_count": min_count,
                     "pair_min_documents": None}
