@@ -334,9 +334,9 @@ def _frequent_pairs(names: list[str], tokens: _Tokens, minimum: int) -> list[str
     order = np.lexsort((documents, keys))
     keys, documents = keys[order], documents[order]
     # Each pair once a document: the first of each run of equal (pair, document).
-    first = np.ones(keys.size, dtype=bool)
-    first[1:] = (keys[1:] != keys[:-1]) | (documents[1:] != documents[:-1])
-    pairs, n_documents = np.unique(keys[first], return_counts=True)
+    new_run = np.ones(keys.size, dtype=bool)
+    new_run[1:] = (keys[1:] != keys[:-1]) | (documents[1:] != documents[:-1])
+    pairs, n_documents = np.unique(keys[new_run], return_counts=True)
     frequent = n_documents >= minimum
     halves = (divmod(key, len(names)) for key in pairs[frequent].tolist())
     pair_names = [f"{names[first]} {names[second]}" for first, second in halves]
@@ -344,7 +344,7 @@ def _frequent_pairs(names: list[str], tokens: _Tokens, minimum: int) -> list[str
 
 
 def _pair_starts(tokens: _Tokens) -> np.ndarray:
-    """Positions of the tokens that another token of their document follows."""
+    """Positions of the tokens followed by another token of the same document."""
     return np.flatnonzero(tokens.rows[:-1] == tokens.rows[1:])
 
 
