@@ -6,11 +6,14 @@ name (``bibtex/train.txt``, ``train.txt``...) and with the arrays they leave
 to the reader (``X``, ``Y``, ``y``...) defined. A block that needs what a test
 cannot provide is marked just before it, ``<!-- docs-test: skip (why) -->``
 in Markdown or ``.. docs-test: skip (why)`` in reStructuredText, and is
-reported as skipped with that reason.
+reported as skipped with that reason. A block that needs an optional package
+is marked ``docs-test: needs (package, ...)`` the same way: it runs where the
+packages import (CI installs them) and is skipped elsewhere.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
@@ -22,19 +25,34 @@ from xmltree.datasets import make_synthetic, write_xc
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.rst"))]
 
-_SKIP = r"(?:<!--|\.\.) docs-test: skip \((?P<reason>[^)]*)\)(?: -->)?\s*\n"
-_MARKDOWN_BLOCK = re.compile(rf"(?:{_SKIP})?```python\n(?P<code>.*?)```", re.DOTALL)
-_RST_BLOCK = re.compile(rf"(?:{_SKIP}\s*)?\.\. code-block:: python\n\n"
+_MARKER = (r"(?:<!--|\.\.) docs-test: (?P<marker>skip|needs) \((?P<detail>[^)]*)\)(?: -->)?"
+           r"\s*\n")
+_MARKDOWN_BLOCK = re.compile(rf"(?:{_MARKER})?```python\n(?P<code>.*?)```", re.DOTALL)
+_RST_BLOCK = re.compile(rf"(?:{_MARKER}\s*)?\.\. code-block:: python\n\n"
                         r"(?P<code>(?:(?: {3}.*)?\n)+)")
 
 
 def code_blocks(path: Path) -> list[tuple[str, str | None]]:
-    """``(code, reason to skip or None)`` of every Python block of a document, in order."""
+    """``(code, reason to skip it here or None)`` of every Python block of a
+    document, in order."""
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".md":
-        return [(match["code"], match["reason"]) for match in _MARKDOWN_BLOCK.finditer(text)]
-    return [(re.sub(r"(?m)^ {3}", "", match["code"]), match["reason"])
+        return [(match["code"], _skip_reason(match))
+                for match in _MARKDOWN_BLOCK.finditer(text)]
+    return [(re.sub(r"(?m)^ {3}", "", match["code"]), _skip_reason(match))
             for match in _RST_BLOCK.finditer(text)]
+
+
+def _skip_reason(match: re.Match) -> str | None:
+    """Why the block of `match` cannot run here: its skip marker's reason, or
+    the first package of its needs marker that does not import."""
+    if match["marker"] == "skip":
+        return match["detail"]
+    if match["marker"] == "needs":
+        for package in match["detail"].split(","):
+            if importlib.util.find_spec(package.strip()) is None:
+                return f"needs {package.strip()}, not installed"
+    return None
 
 
 BLOCKS = [(path, index) for path in DOCUMENTS for index in range(len(code_blocks(path)))]
