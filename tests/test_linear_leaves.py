@@ -395,8 +395,9 @@ def test_auto_C_judges_a_sample_of_the_labels_on_the_rows_that_carry_one(problem
 
 
 @pytest.mark.parametrize("n_labels, n_sampled", [
-    (600, 600),            # fewer than C_CHECK_MIN_LABELS: all
-    (5_000, 1_000),        # a tenth is fewer than the minimum
+    (60, 60),              # fewer than C_CHECK_MIN_LABELS: all
+    (600, 100),            # a tenth is fewer than the minimum
+    (5_000, 500),          # a tenth
     (100_000, 10_000),     # a tenth
     (1_000_000, 25_000),   # a tenth is more than C_CHECK_MAX_LABELS
 ])

@@ -146,7 +146,7 @@ class LdSM(TopKEstimator):
         more closely. "auto": 0.35 where the trees descend as trained (at
         most 2000 labels, see `descent_threshold`), the best single value on
         the real development sets. Under the wider descent it is chosen at
-        fit: the classifiers of a random tenth of the labels (at least 1000,
+        fit: the classifiers of a random tenth of the labels (at least 100,
         at most 25,000) are trained without a random tenth of the training
         rows (at most 5000), to convergence, at 0.35, then at 4, 16 and 64
         times that while the step ranks those labels among the set-aside
