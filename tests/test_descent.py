@@ -140,12 +140,13 @@ def test_fitted_blend_uses_the_resolved_histogram_weight(n_labels, params, expec
     assert loaded._forest.histogram_weight == expected
 
 
-def test_auto_leaf_labels_are_cut_for_linear_leaves_under_the_training_rule():
-    assert resolve_max_leaf_labels("auto", True, 0.5, 0.5) == MAX_LEAF_LABELS
-    assert resolve_max_leaf_labels("auto", True, 0.05, 0.5) is None
-    assert resolve_max_leaf_labels("auto", False, 0.5, 0.5) is None
-    assert resolve_max_leaf_labels(7, False, 0.05, 0.5) == 7
-    assert resolve_max_leaf_labels(None, True, 0.5, 0.5) is None
+def test_auto_leaf_labels_are_cut_for_linear_leaves_that_weigh_the_histograms_in():
+    assert resolve_max_leaf_labels("auto", True, 0.5, 0.5, 0.3) == MAX_LEAF_LABELS
+    assert resolve_max_leaf_labels("auto", True, 0.05, 0.5, 0.3) is None
+    assert resolve_max_leaf_labels("auto", True, 0.5, 0.5, 0.0) is None
+    assert resolve_max_leaf_labels("auto", False, 0.5, 0.5, 0.3) is None
+    assert resolve_max_leaf_labels(7, False, 0.05, 0.5, 0.0) == 7
+    assert resolve_max_leaf_labels(None, True, 0.5, 0.5, 0.3) is None
 
 
 @pytest.mark.parametrize("n_labels, params, most", [
@@ -153,6 +154,7 @@ def test_auto_leaf_labels_are_cut_for_linear_leaves_under_the_training_rule():
     (60, {"max_leaf_labels": 5}, 5),
     (60, {"max_leaf_labels": None}, None),
     (60, {"leaf_model": "histogram"}, None),
+    (60, {"histogram_weight": 0.0}, None),  # the histograms only choose candidates
     (WIDE_DESCENT_MIN_LABELS + 500, {}, None),
 ])
 def test_fitted_leaves_hold_the_resolved_number_of_labels(n_labels, params, most, tmp_path):

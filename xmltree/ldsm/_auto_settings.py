@@ -91,10 +91,14 @@ MAX_WIDE_BRANCHES = 3
 LARGE_TREE_WIDE_BRANCHES = 2
 
 #: Labels a leaf keeps with linear leaves under the training rule's descent,
-#: its most frequent: adding up long histograms was most of the prediction
-#: time, and the classifiers re-rank the candidates anyway. The wide descent
-#: and histogram leaves keep all: there the histograms choose among many
-#: labels, or are the whole prediction ("Labels a leaf keeps").
+#: its most frequent, when the blend weighs the histograms in: adding up long
+#: histograms was most of the prediction time, and the classifiers re-rank
+#: the candidates anyway. The wide descent and histogram leaves keep all:
+#: there the histograms choose among many labels, or are the whole
+#: prediction ("Labels a leaf keeps"). So do leaves whose histograms have no
+#: weight (``MANY_FEATURES``): they only choose the candidates, and a leaf's
+#: rarer labels are candidates the classifiers can rank ("The check of C
+#: where labels are few").
 MAX_LEAF_LABELS = 32
 
 #: Features of a row that grow the trees and route it down them: its
@@ -196,16 +200,18 @@ def resolve_max_wide_branches(setting, n_nodes: int) -> int | None:
 
 
 def resolve_max_leaf_labels(setting, rescores_candidates: bool, descent_threshold: float,
-                            training_threshold: float) -> int | None:
+                            training_threshold: float, histogram_weight: float) -> int | None:
     """The labels a leaf keeps at most (None: all).
 
     "auto" gives ``MAX_LEAF_LABELS`` with a leaf model that re-scores a few
     candidates per example (linear leaves) when the fitted trees descend by
-    the training rule (`descent_threshold` >= `training_threshold`), else None.
+    the training rule (`descent_threshold` >= `training_threshold`) and the
+    histograms are in its scores (`histogram_weight` > 0), else None.
     """
     if setting != "auto":
         return setting
-    if rescores_candidates and descent_threshold >= training_threshold:
+    if (rescores_candidates and descent_threshold >= training_threshold
+            and histogram_weight > 0):
         return MAX_LEAF_LABELS
     return None
 

@@ -199,9 +199,10 @@ class LdSM(TopKEstimator):
         among all of the leaf's labels. None: all. Fewer labels make the
         histograms cheaper to add up at prediction and the candidates
         cheaper to find when fitting linear leaves. "auto": 32 with linear
-        leaves and the training rule's descent (see `descent_threshold`),
-        else None (measured in ``benchmarks/README.md``, "Labels a leaf
-        keeps").
+        leaves, the training rule's descent (see `descent_threshold`) and
+        the histograms in the blend (`histogram_weight` above 0), else None:
+        leaves whose histograms only choose the candidates keep every label
+        (measured in ``benchmarks/README.md``, "Labels a leaf keeps").
     max_row_features : int, None or "auto", default="auto"
         Features of a row that grow the trees (training rows) and route it
         down them (every row), >= 1: its largest (scaled) values, ties to

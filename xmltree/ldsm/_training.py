@@ -116,9 +116,12 @@ def resolve_before_trees(params: dict, scaler: FeatureScaler, X: sp.csr_matrix,
                                                   settings["routing"], n_labels)
     settings["descent_threshold"] = descent_threshold
     fitted_threshold = training_threshold if descent_threshold is None else descent_threshold
+    settings["histogram_weight"] = resolve_histogram_weight(
+        settings["histogram_weight"], fitted_threshold, training_threshold, X.shape[1])
     rescores = LEAF_MODELS[settings["leaf_model"]].RESCORES_CANDIDATES
     settings["max_leaf_labels"] = resolve_max_leaf_labels(
-        settings["max_leaf_labels"], rescores, fitted_threshold, training_threshold)
+        settings["max_leaf_labels"], rescores, fitted_threshold, training_threshold,
+        settings["histogram_weight"])
     settings["max_row_features"] = resolve_max_row_features(
         settings["max_row_features"], X.shape[0], X.nnz, fitted_threshold, training_threshold)
     settings["epoch_tolerance"] = resolve_epoch_tolerance(settings["epoch_tolerance"],
@@ -127,8 +130,6 @@ def resolve_before_trees(params: dict, scaler: FeatureScaler, X: sp.csr_matrix,
                                         fitted_threshold, training_threshold)
     settings["n_candidates"] = resolve_n_candidates(settings["n_candidates"], fitted_threshold,
                                                     training_threshold, n_labels)
-    settings["histogram_weight"] = resolve_histogram_weight(
-        settings["histogram_weight"], fitted_threshold, training_threshold, X.shape[1])
     settings["C"] = resolve_C(settings["C"], fitted_threshold, training_threshold)
     return settings
 
