@@ -97,8 +97,8 @@ LARGE_TREE_WIDE_BRANCHES = 2
 #: there the histograms choose among many labels, or are the whole
 #: prediction ("Labels a leaf keeps"). So do leaves whose histograms have no
 #: weight (``MANY_FEATURES``): they only choose the candidates, and a leaf's
-#: rarer labels are candidates the classifiers can rank ("The check of C
-#: where labels are few").
+#: rarer labels are candidates the classifiers can rank ("Leaves that only
+#: choose candidates keep every label").
 MAX_LEAF_LABELS = 32
 
 #: Features of a row that grow the trees and route it down them: its
