@@ -108,8 +108,8 @@ C_CHECK_STANDARD_ERRORS = 2.0
 #: labels number in the hundreds of thousands, and still leaves several
 #: hundred set-aside rows that carry a sampled label; so does the minimum on
 #: the text corpora, where labels number in the hundreds and judging every
-#: one cost two whole solves, half of the fit ("The check of C where labels
-#: are few" in the benchmarks' lab notebook).
+#: one cost a whole solve at each C tried ("The check of C where labels are
+#: few" in the benchmarks' lab notebook).
 C_CHECK_LABEL_SHARE = 0.1
 C_CHECK_MIN_LABELS = 100
 C_CHECK_MAX_LABELS = 25000
