@@ -10,6 +10,7 @@ Examples
     python benchmarks/bench_ldsm.py --datasets bibtex delicious yahoo_arts \
         stackex_chemistry rcv1sub1 amazon670k-shape@0.1 --markdown   # the defaults vs peers
     python benchmarks/bench_ldsm.py --datasets delicious --models ldsm --n-trees 1 10 50
+    python benchmarks/bench_ldsm.py --datasets debtags --models ldsm --verbose  # with its bars
     python benchmarks/bench_ldsm.py --json results.json --plots plots/
     python benchmarks/bench_ldsm.py --suite                  # the development suite, one table
     python benchmarks/bench_ldsm.py --datasets bibtex --n-trees 50 \
@@ -335,6 +336,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         entries = [entry for entry in entries if entry[0] == "ldsm"]
         if entries and name not in OWN_OPTIONS:
             _add_option(group, name, entries)
+    group.add_argument("--verbose", action="store_true",
+                       help="LdSM shows its progress bars while it fits, as the CLI does unless "
+                       "--quiet (the bars go to /dev/null here): the fit time with them")
     parser.add_argument("--rerank-param", dest="rerank_params", action="append", default=[],
                         metavar="NAME=VALUE",
                         help="fit LdSM with a tail-label re-ranker with this setting (repeatable) "
@@ -360,6 +364,8 @@ def ldsm_params(args: argparse.Namespace) -> dict:
               if param.cli and param.name not in OWN_OPTIONS
               and getattr(args, param.name) is not None}
     params = _none_spelled_out(params)
+    if args.verbose:
+        params["verbose"] = True
     if args.rerank_params:
         params["rerank"] = _rerank_setting(True, args.rerank_params)
     return params

@@ -498,17 +498,22 @@ def test_pure_labels_and_tiny_budgets_give_a_single_leaf(rng):
                                    expected[tree["leaf_labels"]] / expected.sum(), rtol=1e-6)
 
 
-def test_progress_reports_each_expansion_and_can_abort(rng):
+def test_node_count_ends_at_the_nodes_expanded(rng):
     X, Y = random_problem(rng, n_samples=60)
-    calls = []
-    tree = build_tree(X, Y, **TREE_SETTINGS, progress=calls.append)
-    assert calls == list(range(1, int(np.sum(tree["first_child"] >= 0)) + 1))
+    node_count = np.full(1, -1, dtype=np.int64)
+    tree = build_tree(X, Y, **TREE_SETTINGS, node_count=node_count)
+    assert node_count[0] == np.sum(tree["first_child"] >= 0) > 0
+    plain = build_tree(X, Y, **TREE_SETTINGS)
+    for name in plain:
+        np.testing.assert_array_equal(tree[name], plain[name])
 
-    def abort(n_expanded):
-        raise RuntimeError("stop")
 
-    with pytest.raises(RuntimeError, match="stop"):
-        build_tree(X, Y, **TREE_SETTINGS, progress=abort)
+@pytest.mark.parametrize("node_count", [np.zeros(1, dtype=np.int32), np.zeros(2, dtype=np.int64),
+                                        [0]])
+def test_node_count_of_the_wrong_kind_is_refused(rng, node_count):
+    X, Y = random_problem(rng, n_samples=20)
+    with pytest.raises(ValueError, match="node_count must be"):
+        build_tree(X, Y, **TREE_SETTINGS, node_count=node_count)
 
 
 def test_unlabelled_examples_do_not_crash(rng):

@@ -63,6 +63,26 @@ def test_solver_results_do_not_depend_on_threads():
     assert (one[0] != two[0]).nnz == 0 and np.array_equal(one[1], two[1])
 
 
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_solver_counts_each_label_it_finishes(n_threads):
+    X, indptr, examples, targets = random_problem(np.random.default_rng(3), n_labels=30)
+    done = np.zeros(n_threads, dtype=np.int64)
+    counted = train_label_models(X, indptr, examples, targets, **SOLVER, n_threads=n_threads,
+                                 progress=done)
+    plain = train_label_models(X, indptr, examples, targets, **SOLVER, n_threads=n_threads)
+    assert done.sum() == 30
+    assert (counted[0] != plain[0]).nnz == 0 and np.array_equal(counted[1], plain[1])
+
+
+@pytest.mark.parametrize("progress", [np.zeros(1, dtype=np.int64), np.zeros(2, dtype=np.int32),
+                                      np.zeros((2, 1), dtype=np.int64), [0, 0]])
+def test_solver_refuses_counters_it_cannot_write_one_per_thread(progress):
+    X, indptr, examples, targets = random_problem(np.random.default_rng(3))
+    with pytest.raises(ValueError, match="progress must be"):
+        train_label_models(X, indptr, examples, targets, **SOLVER, n_threads=2,
+                           progress=progress)
+
+
 def test_solver_separates_a_separable_label():
     rng = np.random.default_rng(4)
     X, indptr, examples, targets = random_problem(rng, n_labels=1, density=0.5)
@@ -324,6 +344,20 @@ def test_biases_are_the_solvers_raised_by_the_labels_log_prior(problem, monkeypa
     assert LOGIT_ADJUSTMENT > 0 and np.ptp(prior) > 0
     np.testing.assert_allclose(model.label_bias_, expected, rtol=1e-6)
     assert (model.label_weights_ != weights).nnz == 0
+
+
+def test_shown_progress_trains_the_labels_in_one_call(problem, monkeypatch, capsys):
+    """Blocks of labels for the bar to move made each wait for its slowest thread."""
+    X, Y, _, _ = problem
+    calls = []
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("progress"))
+        return train_label_models(*args, **kwargs)
+    monkeypatch.setattr(_linear_leaves, "train_label_models", spy)
+    LdSM(**LINEAR, verbose=True).fit(X, Y)
+    assert len(calls) == 1 and calls[0].sum() == Y.shape[1]
+    assert "LdSM label classifiers: 100%" in capsys.readouterr().err
 
 
 #: Settings under which C="auto" runs its check: the wider descent.

@@ -27,7 +27,8 @@ cdef class TreeBuilder:
     cdef index_t max_nodes                # growth budget
     cdef bint leaf_frequency              # leaves store label frequencies, not distributions
     cdef index_t max_leaf_labels          # labels a leaf keeps, its most frequent; 0: all
-    cdef object progress                  # optional callable(n_expanded), or None
+    cdef object node_count                # the int64 counter of nodes expanded, or None
+    cdef int64_t* expanded                # its entry (written without the GIL), or NULL
     cdef vector[index_t] first_child      # (n_nodes,) child 0 of the node, -1 for a leaf
     cdef vector[index_t] parent           # (n_nodes,) -1 for the root
     cdef vector[index_t] depth            # (n_nodes,) 0 for the root

@@ -44,15 +44,16 @@ cdef class TreeBuilder:
         Data, hyper-parameters and generator of the tree.
     max_nodes : int
         A node is expanded only while ``n_nodes + arity <= max_nodes``.
-    progress : callable or None
-        Called with the number of nodes expanded so far after each expansion.
+    node_count : numpy.ndarray of int64, shape (1,), or None
+        Where the number of nodes expanded so far is written after each
+        expansion (see :func:`build_tree`).
     leaf_scores : {"distribution", "frequency"}
         What a leaf stores for each of its labels, as in :func:`build_tree`.
     max_leaf_labels : int or None
         Labels a leaf keeps at most, as in :func:`build_tree`.
     """
 
-    def __init__(self, NodeTrainer trainer, index_t max_nodes, progress=None,
+    def __init__(self, NodeTrainer trainer, index_t max_nodes, node_count=None,
                  leaf_scores="distribution", max_leaf_labels=None):
         cdef offset_t k
         self.trainer = trainer
@@ -63,7 +64,10 @@ cdef class TreeBuilder:
         self.label_total.assign(trainer.Y.n_cols, 0)
         for k in range(trainer.Y.indptr[trainer.Y.n_rows]):
             self.label_total[trainer.Y.indices[k]] += 1
-        self.progress = progress
+        self.node_count = _checked_counter(node_count)
+        self.expanded = NULL
+        if node_count is not None:
+            self.expanded = <int64_t*>cnp.PyArray_DATA(node_count)
         self.child_rows.resize(self.arity)
         self.label_hist.assign(trainer.Y.n_cols, 0)
         self.hist_total = 0
@@ -73,7 +77,7 @@ cdef class TreeBuilder:
         self.goes.assign(self.arity, 0)
 
     cdef int grow(self) except -1 nogil:
-        """Build the whole tree; the GIL is taken only to report progress."""
+        """Build the whole tree, without the GIL."""
         cdef index_t i, node, n_expanded = 0
         cdef index_t n_rows = self.trainer.X.n_rows
         self.new_node(-1, n_rows)
@@ -89,9 +93,8 @@ cdef class TreeBuilder:
                 self.make_leaf(node)
             elif self.expand(node):
                 n_expanded += 1
-                if self.progress is not None:
-                    with gil:
-                        self.progress(n_expanded)
+                if self.expanded != NULL:
+                    self.expanded[0] = n_expanded
             else:
                 self.make_leaf(node)
         return 0
@@ -409,7 +412,7 @@ cdef object _gather_spans(const stored_t* buffer, const vector[offset_t]& begin,
 
 def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, learning_rate,
                routing, weight_threshold, seed, max_weights=None, weights_per_row=None,
-               progress=None, leaf_scores="distribution", max_leaf_labels=None,
+               node_count=None, leaf_scores="distribution", max_leaf_labels=None,
                epoch_tolerance=0.0):
     """Grow one LdSM tree and return it as flat arrays.
 
@@ -452,8 +455,12 @@ def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, l
     weights_per_row : float or None, default=None
         Budget per training example of the node: a regressor keeps at most
         ``max(max_weights, weights_per_row * n_rows)`` weights.
-    progress : callable, optional
-        Called (with the GIL) with the number of nodes expanded so far.
+    node_count : numpy.ndarray of int64, shape (1,), optional
+        Its entry is set to the number of nodes expanded so far after each
+        expansion, while the tree grows without the GIL: another Python
+        thread may read it to show progress (a callback would take the GIL
+        at every node, and the threads growing the other trees would wait
+        on it).
     leaf_scores : {"distribution", "frequency"}, default="distribution"
         What a leaf stores for each label of its training examples: the
         label's share of all their label occurrences (the paper's normalised
@@ -485,11 +492,20 @@ def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, l
                           optimizer=optimizer, learning_rate=learning_rate, routing=routing,
                           weight_threshold=weight_threshold, seed=seed, max_weights=max_weights,
                           weights_per_row=weights_per_row, epoch_tolerance=epoch_tolerance)
-    cdef TreeBuilder builder = TreeBuilder(trainer, max_nodes, progress, leaf_scores,
+    cdef TreeBuilder builder = TreeBuilder(trainer, max_nodes, node_count, leaf_scores,
                                            max_leaf_labels)
     with nogil:
         builder.grow()
     return builder.to_arrays()
+
+
+def _checked_counter(node_count):
+    """`node_count` if it is None or a writable int64 array of one entry, else ValueError."""
+    if node_count is not None and not (
+            isinstance(node_count, np.ndarray) and node_count.dtype == np.int64
+            and node_count.shape == (1,) and node_count.flags.writeable):
+        raise ValueError("node_count must be a writable int64 array of shape (1,)")
+    return node_count
 
 
 cdef object _dense_weights(NodeTrainer trainer):

@@ -27,7 +27,7 @@ not depend on the number of threads.
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY, fabs
-from libc.stdint cimport int8_t, uint8_t, uint64_t
+from libc.stdint cimport int8_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort
 
 import numpy as np
@@ -78,11 +78,12 @@ cdef struct LabelOutput:
     offset_t* label_start        # (n_labels,) first pair of the label in it
     offset_t* label_nnz          # (n_labels,) weights kept
     float32_t* bias              # (n_labels,) biases
+    int64_t* done                # (n_threads,) labels each thread finished, or NULL
 
 
 def train_label_models(X, label_indptr, label_examples, label_targets, *, double C,
                        int max_epochs, double tolerance, double weight_threshold,
-                       seed, int n_threads=1, index_t first_label=0):
+                       seed, int n_threads=1, index_t first_label=0, progress=None):
     """Train one squared-hinge classifier per label.
 
     Parameters
@@ -113,6 +114,10 @@ def train_label_models(X, label_indptr, label_examples, label_targets, *, double
         The label id of the first label given: a label's generator is seeded
         with its id, so labels trained in blocks (one call per block) get the
         classifiers of one call over all of them.
+    progress : numpy.ndarray of int64, shape (n_threads,), optional
+        Counters of the labels finished, one per thread, each advanced by
+        its thread alone while the call runs: another Python thread may read
+        their sum to show progress (``xmltree._fit_progress.counted_bar``).
 
     Returns
     -------
@@ -127,6 +132,7 @@ def train_label_models(X, label_indptr, label_examples, label_targets, *, double
     _check_problem(X, label_indptr, label_examples, label_targets, C, max_epochs, n_threads)
     if first_label < 0:
         raise ValueError("first_label must be >= 0")
+    _check_progress(progress, n_threads)
     cdef CSRView rows = csr_view(X)
     cdef const offset_t[::1] indptr = label_indptr
     cdef const index_t[::1] examples = label_examples
@@ -148,6 +154,7 @@ def train_label_models(X, label_indptr, label_examples, label_targets, *, double
     out.label_start = <offset_t*>cnp.PyArray_DATA(label_start)
     out.label_nnz = <offset_t*>cnp.PyArray_DATA(label_nnz)
     out.bias = <float32_t*>cnp.PyArray_DATA(bias)
+    out.done = NULL if progress is None else <int64_t*>cnp.PyArray_DATA(progress)
     cdef index_t largest = int(np.max(np.diff(label_indptr), initial=0))
     cdef SolverScratch* scratches = _allocate_scratch(n_threads, rows.n_cols, largest)
     out.buffers = NULL
@@ -186,6 +193,16 @@ def _check_problem(X, label_indptr, label_examples, label_targets, C, max_epochs
         raise ValueError("label_indptr does not match label_examples")
     if not (C > 0 and max_epochs >= 1 and n_threads >= 1):
         raise ValueError("C, max_epochs and n_threads must be positive")
+
+
+def _check_progress(progress, n_threads):
+    """Check that `progress` is None or a counter per thread the kernel may write."""
+    if progress is None:
+        return
+    if not (isinstance(progress, np.ndarray) and progress.dtype == np.int64
+            and progress.shape == (n_threads,) and progress.flags.c_contiguous
+            and progress.flags.writeable):
+        raise ValueError(f"progress must be a writable int64 array of shape ({n_threads},)")
 
 
 def _squared_norms(X):
@@ -246,6 +263,8 @@ cdef void _train_label(const CSRView* X, const offset_t* label_indptr,
     out.label_buffer[label] = thread
     _store_weights(s, n_touched, settings.weight_threshold, &out.buffers[thread],
                    &out.label_start[label], &out.label_nnz[label])
+    if out.done != NULL:
+        out.done[thread] += 1
 
 
 cdef float64_t _descend(const CSRView* X, const index_t* examples, const int8_t* targets,

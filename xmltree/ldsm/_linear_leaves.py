@@ -35,7 +35,7 @@ import joblib
 import numpy as np
 import scipy.sparse as sp
 
-from .._fit_progress import progress_bar
+from .._fit_progress import counted_bar, progress_bar
 from .._validation import check_csr_structure, kernel_csr, take_rows
 from ..exceptions import DataFormatError, ModelFormatError
 from ..metrics._metrics import ndcg_by_row
@@ -132,10 +132,6 @@ WEIGHT_THRESHOLD = 0.05
 #: worker balance labels of unequal cost.
 LABEL_BLOCKS_PER_JOB = 4
 
-#: With progress shown, a local fit trains the labels in this many blocks
-#: (each on all the threads): the same model, and a bar that moves.
-PROGRESS_BLOCKS = 100
-
 #: Bytes of scores that the training rows' candidates take at a time, at
 #: most: the rows of a block descend the trees together, and the more rows
 #: share each node's weights the faster they descend (the forest's
@@ -228,8 +224,8 @@ def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float | 
         Threads.
     verbose : bool, default=False
         Show progress bars (with an estimate of the time left) of the
-        training rows' candidates and of the labels trained, computed in
-        blocks then: the same classifiers.
+        training rows' candidates and of the labels trained: the same
+        classifiers.
 
     Returns
     -------
@@ -373,15 +369,16 @@ def _clearly_better(scores: np.ndarray, baseline: np.ndarray) -> bool:
 
 def _solve(X, indptr, examples, targets, solver: dict, verbose: bool,
            title: str = LABELS_BAR):
-    """Every label's classifier, in one call or as blocks of the active joblib backend
-    (``title`` names their progress bar)."""
+    """Every label's classifier, in one call here or as blocks of the active joblib
+    backend (``title`` names their progress bar)."""
     backend, n_jobs = joblib.parallel.get_active_backend(prefer="threads")
-    local = getattr(backend, "uses_threads", False)
-    if local and not verbose:
-        return train_label_models(X, indptr, examples, targets, **solver)
-    n_blocks = (PROGRESS_BLOCKS if local
-                else LABEL_BLOCKS_PER_JOB * max(1, joblib.effective_n_jobs(n_jobs)))
-    return _train_in_blocks(X, indptr, examples, targets, solver, n_blocks, verbose, title)
+    if not getattr(backend, "uses_threads", False):
+        n_blocks = LABEL_BLOCKS_PER_JOB * max(1, joblib.effective_n_jobs(n_jobs))
+        return _train_in_blocks(X, indptr, examples, targets, solver, n_blocks, verbose, title)
+    with counted_bar(indptr.shape[0] - 1, title, "label", verbose,
+                     solver["n_threads"]) as labels_done:
+        return train_label_models(X, indptr, examples, targets, **solver,
+                                  progress=labels_done)
 
 
 def logit_adjustment(Y: sp.csr_matrix) -> np.ndarray:
