@@ -5,7 +5,7 @@ progress by advancing counters in memory, which a thread of this process
 reads every ``POLL_SECONDS`` (:class:`Poller`): a Python callback would take
 the GIL at every step, and work cut into blocks for a bar to move would wait
 at the end of every block for its slowest thread. So showing progress
-changes neither the fit nor, beyond the polls, its time.
+changes neither the fit nor how its work is split.
 """
 
 from __future__ import annotations
