@@ -49,3 +49,10 @@ def test_tree_progress_shows_the_nodes_of_every_tree(capsys):
     progress.tree_done()
     progress.close()
     assert "nodes=7" in capsys.readouterr().err
+
+
+def test_tree_progress_counts_only_trees_grown_elsewhere(capsys):
+    progress = TreeProgress(2, count_nodes=False)
+    progress.tree_done()
+    progress.close()
+    assert "nodes=" not in capsys.readouterr().err

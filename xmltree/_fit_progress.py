@@ -68,17 +68,18 @@ class Poller:
 
 
 class TreeProgress:
-    """A tqdm bar counting finished trees and, while they grow, expanded nodes.
+    """A tqdm bar counting finished trees and, with `count_nodes`, expanded nodes.
 
     Each tree's builder writes its count of expanded nodes into its entry of
     ``node_counts`` (:meth:`node_counter`); a polling thread shows their sum.
+    Trees grown in other processes (a Dask cluster) can only be counted.
     """
 
-    def __init__(self, n_trees: int):
+    def __init__(self, n_trees: int, count_nodes: bool = True):
         self._bar = tqdm(total=n_trees, desc="LdSM trees", unit="tree")
         self._lock = threading.Lock()
         self.node_counts = np.zeros(n_trees, dtype=np.int64)
-        self._poller = Poller(self.node_counts, self._show_nodes)
+        self._poller = Poller(self.node_counts, self._show_nodes) if count_nodes else None
 
     def node_counter(self, tree: int) -> np.ndarray:
         """The ``node_count`` array of one tree's builder: a view of its entry."""
@@ -93,7 +94,8 @@ class TreeProgress:
             self._bar.update(1)
 
     def close(self) -> None:
-        self._poller.stop()
+        if self._poller is not None:
+            self._poller.stop()
         self._bar.close()
 
 

@@ -200,15 +200,16 @@ def build_trees(X: sp.csr_matrix, Y: sp.csr_matrix, settings: dict,
     builder = {name: settings[name] for name in _BUILDER_SETTINGS}
     builder["max_weights"] = settings["max_weights_per_regressor"]
     builder["weights_per_row"] = settings["max_weights_per_example"]
-    progress = TreeProgress(len(seeds)) if settings["verbose"] else None
     # The node counters are this process's memory; other backends (processes,
     # a Dask cluster) only report finished trees.
     backend, _ = joblib.parallel.get_active_backend(prefer="threads")
-    node_progress = progress is not None and getattr(backend, "uses_threads", False)
+    count_nodes = getattr(backend, "uses_threads", False)
+    progress = TreeProgress(len(seeds), count_nodes) if settings["verbose"] else None
     jobs = (
         joblib.delayed(build_tree)(
             X, Y, **builder, seed=int(seed),
-            node_count=progress.node_counter(t) if node_progress else None,
+            node_count=(progress.node_counter(t) if progress is not None and count_nodes
+                        else None),
         )
         for t, seed in enumerate(seeds)
     )
