@@ -18,7 +18,8 @@ from contextlib import contextmanager
 import numpy as np
 from tqdm.auto import tqdm
 
-__all__ = ["PhaseClock", "Poller", "TreeProgress", "counted_bar", "progress_bar"]
+__all__ = ["PhaseClock", "Poller", "TreeProgress", "check_counters", "counted_bar",
+           "progress_bar"]
 
 #: Seconds between two reads of the counters that the kernels advance.
 POLL_SECONDS = 0.2
@@ -130,3 +131,14 @@ def counted_bar(total: int, desc: str, unit: str, shown: bool,
     finally:
         poller.stop()
         bar.close()
+
+
+def check_counters(counters, length: int, name: str) -> None:
+    """Check that `counters` is None or what a kernel may advance without the GIL:
+    a writable, contiguous int64 array of `length` entries (``ValueError``
+    naming the argument `name` otherwise)."""
+    if counters is not None and not (
+            isinstance(counters, np.ndarray) and counters.dtype == np.int64
+            and counters.shape == (length,) and counters.flags.c_contiguous
+            and counters.flags.writeable):
+        raise ValueError(f"{name} must be a writable int64 array of shape ({length},)")

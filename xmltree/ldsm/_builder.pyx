@@ -21,6 +21,8 @@ import mmap
 
 import numpy as np
 
+from .._fit_progress import check_counters
+
 cimport numpy as cnp
 from libc.stdint cimport int64_t
 from libcpp.algorithm cimport nth_element, sort
@@ -64,7 +66,8 @@ cdef class TreeBuilder:
         self.label_total.assign(trainer.Y.n_cols, 0)
         for k in range(trainer.Y.indptr[trainer.Y.n_rows]):
             self.label_total[trainer.Y.indices[k]] += 1
-        self.node_count = _checked_counter(node_count)
+        check_counters(node_count, 1, "node_count")
+        self.node_count = node_count
         self.expanded = NULL
         if node_count is not None:
             self.expanded = <int64_t*>cnp.PyArray_DATA(node_count)
@@ -497,15 +500,6 @@ def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, l
     with nogil:
         builder.grow()
     return builder.to_arrays()
-
-
-def _checked_counter(node_count):
-    """`node_count` if it is None or a writable int64 array of one entry, else ValueError."""
-    if node_count is not None and not (
-            isinstance(node_count, np.ndarray) and node_count.dtype == np.int64
-            and node_count.shape == (1,) and node_count.flags.writeable):
-        raise ValueError("node_count must be a writable int64 array of shape (1,)")
-    return node_count
 
 
 cdef object _dense_weights(NodeTrainer trainer):

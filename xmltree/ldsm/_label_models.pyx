@@ -32,6 +32,8 @@ from libc.stdlib cimport calloc, free, malloc, qsort
 
 import numpy as np
 
+from .._fit_progress import check_counters
+
 from .._kernels._random cimport rng_seed, rng_shuffle, rng_state
 from .._kernels._row_buffer cimport (RowBuffer, allocate_row_buffers, check_row_buffers, free_row_buffers,
                            gather_rows, reserve_pairs)
@@ -132,7 +134,7 @@ def train_label_models(X, label_indptr, label_examples, label_targets, *, double
     _check_problem(X, label_indptr, label_examples, label_targets, C, max_epochs, n_threads)
     if first_label < 0:
         raise ValueError("first_label must be >= 0")
-    _check_progress(progress, n_threads)
+    check_counters(progress, n_threads, "progress")
     cdef CSRView rows = csr_view(X)
     cdef const offset_t[::1] indptr = label_indptr
     cdef const index_t[::1] examples = label_examples
@@ -193,16 +195,6 @@ def _check_problem(X, label_indptr, label_examples, label_targets, C, max_epochs
         raise ValueError("label_indptr does not match label_examples")
     if not (C > 0 and max_epochs >= 1 and n_threads >= 1):
         raise ValueError("C, max_epochs and n_threads must be positive")
-
-
-def _check_progress(progress, n_threads):
-    """Check that `progress` is None or a counter per thread the kernel may write."""
-    if progress is None:
-        return
-    if not (isinstance(progress, np.ndarray) and progress.dtype == np.int64
-            and progress.shape == (n_threads,) and progress.flags.c_contiguous
-            and progress.flags.writeable):
-        raise ValueError(f"progress must be a writable int64 array of shape ({n_threads},)")
 
 
 def _squared_norms(X):
