@@ -8,9 +8,12 @@ xoshiro256** generator (seed ``seed ^ (label * 0x9E3779B97F4A7C15)``,
 Fisher-Yates from the last position, over the active examples), LIBLINEAR's
 shrinking (an example with alpha 0 whose gradient exceeds the previous
 pass's largest projected gradient leaves the active set, swapped with the
-last active one), a stop once a pass's projected gradients span at most the
-tolerance and every example is active, and weights of magnitude below the
-threshold dropped after rounding to float32.
+last active one), a first active set of every positive and the negatives
+that a uniform draw below ``first_negatives`` picks (one draw a negative, in
+order; the others listed from the end), every example active again once that
+set converges or after ``max(1, max_epochs // 2)`` passes, a stop once a pass's projected
+gradients span at most the tolerance and every example is active, and weights
+of magnitude below the threshold dropped after rounding to float32.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ def shuffle(rng: Xoshiro, values: list) -> None:
         values[i], values[j] = values[j], values[i]
 
 
-def train_label(X, rows, targets, *, C, max_epochs, tolerance, seed, label):
+def train_label(X, rows, targets, *, C, max_epochs, tolerance, first_negatives, seed,
+                label):
     """Return (dense float64 weights, bias) of one label's classifier."""
     X = X.toarray().astype(np.float64)
     diagonal = 0.5 / C
@@ -36,10 +40,15 @@ def train_label(X, rows, targets, *, C, max_epochs, tolerance, seed, label):
     bias = 0.0
     n = len(rows)
     alpha = np.zeros(n)
-    order = list(range(n))
-    active, largest_old = n, np.inf
+    largest_old = np.inf
     rng = Xoshiro((seed ^ ((label * GOLDEN_GAMMA) & MASK64)) & MASK64)
-    for _ in range(max_epochs):
+    first, rest = [], []
+    for i in range(n):
+        (first if targets[i] > 0 or rng.uniform() < first_negatives else rest).append(i)
+    order = first + rest[::-1]
+    active = len(first)
+    sample_passes = max(1, max_epochs // 2) if active < n else 0
+    for epoch in range(max_epochs):
         head = order[:active]
         shuffle(rng, head)
         order[:active] = head
@@ -70,13 +79,15 @@ def train_label(X, rows, targets, *, C, max_epochs, tolerance, seed, label):
             if active == n:
                 break
             active, largest_old = n, np.inf
-            continue
-        largest_old = largest if largest > 0 else np.inf
+        elif epoch + 1 == sample_passes:
+            active, largest_old = n, np.inf
+        else:
+            largest_old = largest if largest > 0 else np.inf
     return w, bias
 
 
 def train_label_models(X, indptr, examples, targets, *, C, max_epochs, tolerance,
-                       weight_threshold, seed):
+                       first_negatives, weight_threshold, seed):
     """Dense (n_labels, n_features) float32 weights (pruned) and float32 biases."""
     n_labels = len(indptr) - 1
     weights = np.zeros((n_labels, X.shape[1]), dtype=np.float32)
@@ -84,7 +95,8 @@ def train_label_models(X, indptr, examples, targets, *, C, max_epochs, tolerance
     for label in range(n_labels):
         span = slice(indptr[label], indptr[label + 1])
         w, bias = train_label(X, examples[span], targets[span], C=C, max_epochs=max_epochs,
-                              tolerance=tolerance, seed=seed, label=label)
+                              tolerance=tolerance, first_negatives=first_negatives,
+                              seed=seed, label=label)
         w = w.astype(np.float32)
         w[np.abs(w) < weight_threshold] = 0.0
         weights[label], biases[label] = w, bias

@@ -355,8 +355,8 @@ def test_label_blocks_train_the_classifiers_of_one_call(problem):
     Y = check_labels(labels, n_samples=X.shape[0])
     candidates, _ = model._forest.predict_top_k(Xs, 10, 1, check_input=False)
     indptr, examples, targets = neighbourhoods(candidates, Y, random_negatives=2, seed=5)
-    solver = {"C": 0.5, "max_epochs": 20, "tolerance": 0.1, "weight_threshold": 0.05,
-              "seed": 11, "n_threads": 2}
+    solver = {"C": 0.5, "max_epochs": 20, "tolerance": 0.1, "first_negatives": 0.1,
+              "weight_threshold": 0.05, "seed": 11, "n_threads": 2}
     whole, bias = train_label_models(Xs, indptr, examples, targets, **solver)
     for n_blocks in (1, 3, Y.shape[1], 10 * Y.shape[1]):
         blocks, block_bias = _train_in_blocks(Xs, indptr, examples, targets, solver, n_blocks)

@@ -24,7 +24,8 @@ from xmltree.ldsm._linear_leaves import (
     neighbourhoods,
 )
 
-SOLVER = dict(C=0.5, max_epochs=15, tolerance=0.01, weight_threshold=0.02, seed=7)
+SOLVER = dict(C=0.5, max_epochs=15, tolerance=0.01, first_negatives=0.3, weight_threshold=0.02,
+              seed=7)
 
 
 def random_problem(rng, n_samples=40, n_features=12, n_labels=5, density=0.3):
@@ -44,11 +45,16 @@ def random_problem(rng, n_samples=40, n_features=12, n_labels=5, density=0.3):
             np.concatenate(targets))
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_solver_matches_the_python_reference(seed):
+@pytest.mark.parametrize("seed, first_negatives, max_epochs, tolerance", [
+    (0, 0.3, 15, 0.01), (1, 0.0, 15, 0.01), (2, 1.0, 15, 0.01),
+    # The sample never converges: every example joins after 2 of the 4 passes.
+    (3, 0.3, 4, 0.0)])
+def test_solver_matches_the_python_reference(seed, first_negatives, max_epochs, tolerance):
     X, indptr, examples, targets = random_problem(np.random.default_rng(seed))
-    weights, bias = train_label_models(X, indptr, examples, targets, **SOLVER)
-    expected_weights, expected_bias = reference_train(X, indptr, examples, targets, **SOLVER)
+    solver = {**SOLVER, "first_negatives": first_negatives, "max_epochs": max_epochs,
+              "tolerance": tolerance}
+    weights, bias = train_label_models(X, indptr, examples, targets, **solver)
+    expected_weights, expected_bias = reference_train(X, indptr, examples, targets, **solver)
     np.testing.assert_allclose(weights.toarray(), expected_weights, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(bias, expected_bias, rtol=1e-5, atol=1e-6)
     assert weights.indptr.dtype == np.int64 and weights.indices.dtype == np.int32
@@ -83,12 +89,31 @@ def test_solver_refuses_counters_it_cannot_write_one_per_thread(progress):
                            progress=progress)
 
 
+def test_a_sample_of_the_negatives_first_solves_the_same_problem():
+    X, indptr, examples, targets = random_problem(np.random.default_rng(8), n_samples=200,
+                                                  n_features=30, n_labels=6)
+    tight = {**SOLVER, "max_epochs": 1000, "tolerance": 1e-6, "weight_threshold": 0.0}
+    every = train_label_models(X, indptr, examples, targets, **{**tight, "first_negatives": 1.0})
+    sample = train_label_models(X, indptr, examples, targets, **{**tight, "first_negatives": 0.1})
+    np.testing.assert_allclose(sample[0].toarray(), every[0].toarray(), atol=1e-4)
+    np.testing.assert_allclose(sample[1], every[1], atol=1e-4)
+
+
+@pytest.mark.parametrize("first_negatives", [-0.1, 1.5, np.nan])
+def test_solver_refuses_a_share_of_negatives_outside_0_1(first_negatives):
+    X, indptr, examples, targets = random_problem(np.random.default_rng(0))
+    with pytest.raises(ValueError, match="first_negatives"):
+        train_label_models(X, indptr, examples, targets,
+                           **{**SOLVER, "first_negatives": first_negatives})
+
+
 def test_solver_separates_a_separable_label():
     rng = np.random.default_rng(4)
     X, indptr, examples, targets = random_problem(rng, n_labels=1, density=0.5)
     targets = np.where(X[examples].toarray()[:, 0] > 0, 1, -1).astype(np.int8)
     weights, bias = train_label_models(X, indptr, examples, targets, C=10.0, max_epochs=200,
-                                       tolerance=1e-4, weight_threshold=0.0, seed=0)
+                                       tolerance=1e-4, first_negatives=0.1,
+                                       weight_threshold=0.0, seed=0)
     margins = X[examples] @ weights[0].toarray().ravel() + bias[0]
     assert np.all(np.sign(margins) == targets)
 

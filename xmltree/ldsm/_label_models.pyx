@@ -16,8 +16,10 @@ constant feature 1, regularised like the others, as LIBLINEAR's ``-B 1``.
 The descent stops once the projected gradients of a pass span at most
 ``tolerance`` (LIBLINEAR's criterion; its default for this dual is 0.1), or
 after ``max_epochs`` passes; LIBLINEAR's shrinking leaves the examples that
-are already far on the right side out of the passes (see ``_descend``). Weights below ``weight_threshold`` in magnitude are
-dropped: the stored model stays O(useful weights), as Parabel's.
+are already far on the right side out of the passes, and the first passes
+visit the positives and a sample of the negatives only (see ``_descend``).
+Weights below ``weight_threshold`` in magnitude are dropped: the stored model
+stays O(useful weights), as Parabel's.
 
 Labels are independent: they are trained in parallel (``prange``), each with
 its own generator seeded from ``seed`` and the label id, so the result does
@@ -34,7 +36,7 @@ import numpy as np
 
 from .._fit_progress import check_counters
 
-from .._kernels._random cimport rng_seed, rng_shuffle, rng_state
+from .._kernels._random cimport rng_seed, rng_shuffle, rng_state, rng_uniform
 from .._kernels._row_buffer cimport (RowBuffer, allocate_row_buffers, check_row_buffers, free_row_buffers,
                            gather_rows, reserve_pairs)
 from .._kernels._sparse cimport (CSRView, csr_view, prefetch_row, row_indices, row_nnz,
@@ -58,6 +60,7 @@ cdef struct SolverSettings:
     float64_t diagonal           # 1 / (2 C): the squared-hinge term of the dual
     index_t max_epochs           # passes over a label's examples, at most
     float64_t tolerance          # stop when a pass's projected gradients span <= this
+    float64_t first_negatives    # share of the negatives in the first passes' set
     float32_t weight_threshold   # stored weights need |w| >= this
     uint64_t seed                # generator seed, combined with the label id
     index_t first_label          # id of the first label of this call, for the seeds
@@ -84,8 +87,9 @@ cdef struct LabelOutput:
 
 
 def train_label_models(X, label_indptr, label_examples, label_targets, *, double C,
-                       int max_epochs, double tolerance, double weight_threshold,
-                       seed, int n_threads=1, index_t first_label=0, progress=None):
+                       int max_epochs, double tolerance, double first_negatives,
+                       double weight_threshold, seed, int n_threads=1, index_t first_label=0,
+                       progress=None):
     """Train one squared-hinge classifier per label.
 
     Parameters
@@ -106,6 +110,10 @@ def train_label_models(X, label_indptr, label_examples, label_targets, *, double
     tolerance : float
         Stopping tolerance: largest minus smallest projected gradient of a
         pass, >= 0.
+    first_negatives : float
+        Share of a label's negatives, drawn at random, that its first passes
+        visit beside every positive, in [0, 1]: the passes over all the
+        examples start once these have converged (see ``_descend``).
     weight_threshold : float
         Stored weights satisfy ``|w| >= weight_threshold``.
     seed : int
@@ -131,7 +139,8 @@ def train_label_models(X, label_indptr, label_examples, label_targets, *, double
         a zero bias.
     """
     cdef index_t n_labels = label_indptr.shape[0] - 1
-    _check_problem(X, label_indptr, label_examples, label_targets, C, max_epochs, n_threads)
+    _check_problem(X, label_indptr, label_examples, label_targets, C, max_epochs,
+                   first_negatives, n_threads)
     if first_label < 0:
         raise ValueError("first_label must be >= 0")
     check_counters(progress, n_threads, "progress")
@@ -144,6 +153,7 @@ def train_label_models(X, label_indptr, label_examples, label_targets, *, double
     settings.diagonal = 0.5 / C
     settings.max_epochs = max_epochs
     settings.tolerance = tolerance
+    settings.first_negatives = first_negatives
     settings.weight_threshold = <float32_t>weight_threshold
     settings.seed = <uint64_t>seed
     settings.first_label = first_label
@@ -185,7 +195,8 @@ def train_label_models(X, label_indptr, label_examples, label_targets, *, double
     return weights, bias
 
 
-def _check_problem(X, label_indptr, label_examples, label_targets, C, max_epochs, n_threads):
+def _check_problem(X, label_indptr, label_examples, label_targets, C, max_epochs,
+                   first_negatives, n_threads):
     """Check the layout of the arrays (their contents come from the estimator)."""
     if label_indptr.dtype != np.int64 or label_examples.dtype != np.int32:
         raise TypeError("label_indptr must be int64 and label_examples int32")
@@ -195,6 +206,8 @@ def _check_problem(X, label_indptr, label_examples, label_targets, C, max_epochs
         raise ValueError("label_indptr does not match label_examples")
     if not (C > 0 and max_epochs >= 1 and n_threads >= 1):
         raise ValueError("C, max_epochs and n_threads must be positive")
+    if not 0 <= first_negatives <= 1:
+        raise ValueError(f"first_negatives must be in [0, 1], got {first_negatives}")
 
 
 def _squared_norms(X):
@@ -275,20 +288,32 @@ cdef float64_t _descend(const CSRView* X, const index_t* examples, const int8_t*
     classifier already gets right by a margin; it leaves the active set, so
     that later passes cost what the hard examples cost. When the active set
     has converged, every example is checked once more before stopping.
+
+    The first active set is every positive and a random share
+    (``settings.first_negatives``) of the negatives, until it converges or
+    has had half of the passes. From w = 0, a pass over every example gives
+    each a positive alpha, and shrinking can only drop an example once its
+    alpha is back at 0, so with every example active from the start the
+    first three passes visit them all. A classifier converged on a sample of
+    the negatives already puts most of the others beyond the margin: they
+    keep alpha = 0 in the first pass over all of them and leave the active
+    set in the next. It is the same problem, solved to the same tolerance.
     """
     cdef rng_state rng
     rng_seed(&rng, settings.seed ^ (<uint64_t>(settings.first_label + label)
                                     * <uint64_t>0x9E3779B97F4A7C15))
     cdef float64_t bias = 0.0, gradient, projected, old, step, y
     cdef float64_t largest_old = INFINITY, largest, smallest
-    cdef index_t i, epoch, position, row, k, j, nnz, active = n, swapped, listed = 0
+    cdef index_t i, epoch, position, row, k, j, nnz, active, swapped, listed = 0
     cdef index_t* touched = s.touched
     cdef const index_t* features
     cdef const float32_t* values
     cdef float64_t* w = s.weights
     for i in range(n):
         s.alpha[i] = 0.0
-        s.order[i] = i
+    active = _order_first_passes(targets, n, settings.first_negatives, &rng, s.order)
+    # Passes after which a sample that has not converged gives way to every example.
+    cdef index_t sample_passes = max(1, settings.max_epochs // 2) if active < n else 0
     for epoch in range(settings.max_epochs):
         rng_shuffle(&rng, s.order, active)
         largest, smallest = -INFINITY, INFINITY
@@ -335,10 +360,29 @@ cdef float64_t _descend(const CSRView* X, const index_t* examples, const int8_t*
             if active == n:
                 break
             active, largest_old = n, INFINITY
-            continue
-        largest_old = largest if largest > 0 else INFINITY
+        elif epoch + 1 == sample_passes:
+            # The sample has had its share of the passes: every example joins.
+            active, largest_old = n, INFINITY
+        else:
+            largest_old = largest if largest > 0 else INFINITY
     n_touched[0] = listed
     return bias
+
+
+cdef index_t _order_first_passes(const int8_t* targets, index_t n, float64_t share,
+                                 rng_state* rng, index_t* order) noexcept nogil:
+    """Write the examples into `order`: first every positive and each negative
+    drawn with probability `share` (one draw a negative, in turn), then the
+    other negatives, from the end; return how many come first."""
+    cdef index_t i, first = 0, last = n
+    for i in range(n):
+        if targets[i] > 0 or rng_uniform(rng) < share:
+            order[first] = i
+            first += 1
+        else:
+            last -= 1
+            order[last] = i
+    return first
 
 
 cdef int _compare_index(const void* a, const void* b) noexcept nogil:

@@ -59,6 +59,13 @@ MARGIN_SCALE = 4.0
 MAX_EPOCHS = 20
 TOLERANCE = 0.1
 
+#: Share of a label's negatives that the solver's first passes visit beside
+#: its positives, before passes over all of them: most of the others are then
+#: beyond the margin from the start and leave the passes early. The same
+#: problem, solved to the same tolerance, in fewer visits ("The solver's
+#: first passes on a sample of the negatives" in the benchmarks' lab notebook).
+FIRST_NEGATIVES = 0.1
+
 #: Weight of the labels' log prior subtracted from the sigmoid's argument
 #: (``MARGIN_SCALE`` times the margin), see the module notes. On held-out
 #: rows it raised P@1 most where labels are rarest (the Amazon-670K shape)
@@ -237,7 +244,8 @@ def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float | 
     """
     candidates = _candidates(forest, X, n_candidates, n_threads, verbose)
     solver = {"max_epochs": MAX_EPOCHS, "tolerance": TOLERANCE,
-              "weight_threshold": WEIGHT_THRESHOLD, "seed": seed, "n_threads": n_threads}
+              "first_negatives": FIRST_NEGATIVES, "weight_threshold": WEIGHT_THRESHOLD,
+              "seed": seed, "n_threads": n_threads}
     if C == "auto":
         C = choose_C(X, Y, candidates, solver, verbose)
     # The candidates are dropped as soon as the neighbourhoods are listed:
