@@ -113,7 +113,8 @@ def train_label_models(X, label_indptr, label_examples, label_targets, *, double
     first_negatives : float
         Share of a label's negatives, drawn at random, that its first passes
         visit beside every positive, in [0, 1]: the passes over all the
-        examples start once these have converged (see ``_descend``).
+        examples start once these have converged, or after half of
+        `max_epochs` (see ``_descend``).
     weight_threshold : float
         Stored weights satisfy ``|w| >= weight_threshold``.
     seed : int
