@@ -75,11 +75,10 @@ def train_label(X, rows, targets, *, C, max_epochs, tolerance, first_negatives, 
             step = (alpha[i] - old) * y
             w += step * x
             bias += step
-        if largest - smallest <= tolerance:
-            if active == n:
-                break
-            active, largest_old = n, np.inf
-        elif epoch + 1 == sample_passes:
+        converged = largest - smallest <= tolerance
+        if converged and active == n:
+            break
+        if converged or epoch + 1 == sample_passes:
             active, largest_old = n, np.inf
         else:
             largest_old = largest if largest > 0 else np.inf

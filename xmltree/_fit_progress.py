@@ -82,9 +82,10 @@ class TreeProgress:
         self.node_counts = np.zeros(n_trees, dtype=np.int64)
         self._poller = Poller(self.node_counts, self._show_nodes) if count_nodes else None
 
-    def node_counter(self, tree: int) -> np.ndarray:
-        """The ``node_count`` array of one tree's builder: a view of its entry."""
-        return self.node_counts[tree:tree + 1]
+    def node_counter(self, tree: int) -> np.ndarray | None:
+        """The ``node_count`` array of one tree's builder (a view of its entry),
+        or None where nodes are not counted."""
+        return self.node_counts[tree:tree + 1] if self._poller is not None else None
 
     def _show_nodes(self, n_expanded: int) -> None:
         with self._lock:

@@ -305,6 +305,7 @@ cdef float64_t _descend(const CSRView* X, const index_t* examples, const int8_t*
                                     * <uint64_t>0x9E3779B97F4A7C15))
     cdef float64_t bias = 0.0, gradient, projected, old, step, y
     cdef float64_t largest_old = INFINITY, largest, smallest
+    cdef bint converged
     cdef index_t i, epoch, position, row, k, j, nnz, active, swapped, listed = 0
     cdef index_t* touched = s.touched
     cdef const index_t* features
@@ -357,12 +358,12 @@ cdef float64_t _descend(const CSRView* X, const index_t* examples, const int8_t*
                 listed += 1 - s.seen[j]
                 s.seen[j] = 1
             bias += step
-        if largest - smallest <= settings.tolerance:
-            if active == n:
-                break
-            active, largest_old = n, INFINITY
-        elif epoch + 1 == sample_passes:
-            # The sample has had its share of the passes: every example joins.
+        converged = largest - smallest <= settings.tolerance
+        if converged and active == n:
+            break
+        # A converged active set, or a sample that has had its share of the
+        # passes: every example joins.
+        if converged or epoch + 1 == sample_passes:
             active, largest_old = n, INFINITY
         else:
             largest_old = largest if largest > 0 else INFINITY

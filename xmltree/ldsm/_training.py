@@ -208,8 +208,7 @@ def build_trees(X: sp.csr_matrix, Y: sp.csr_matrix, settings: dict,
     jobs = (
         joblib.delayed(build_tree)(
             X, Y, **builder, seed=int(seed),
-            node_count=(progress.node_counter(t) if progress is not None and count_nodes
-                        else None),
+            node_count=progress.node_counter(t) if progress is not None else None,
         )
         for t, seed in enumerate(seeds)
     )
