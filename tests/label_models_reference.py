@@ -11,9 +11,10 @@ pass's largest projected gradient leaves the active set, swapped with the
 last active one), a first active set of every positive and the negatives
 that a uniform draw below ``first_negatives`` picks (one draw a negative, in
 order; the others listed from the end), every example active again once that
-set converges or after ``max(1, max_epochs // 2)`` passes, a stop once a pass's projected
-gradients span at most the tolerance and every example is active, and weights
-of magnitude below the threshold dropped after rounding to float32.
+set converges or after ``max(1, max_epochs // 2)`` passes, a stop once a
+pass's projected gradients span at most the tolerance and every example is
+active, and weights of magnitude below the threshold dropped after rounding
+to float32.
 """
 
 from __future__ import annotations
