@@ -186,7 +186,22 @@ cdef void nag_step(RegressorGroup* group, const index_t* indices, const float32_
                    index_t nnz, const float64_t* targets, float64_t learning_rate,
                    float64_t* scores) noexcept nogil:
     """Apply one normalized adaptive gradient step to each regressor; write its new score."""
-    cdef index_t n_regressors = group.n_regressors
+    # A constant group size lets the compiler keep the scores in registers;
+    # through a loop of run-time length they make a round trip to memory at
+    # every feature. Binary nodes are the default.
+    if group.n_regressors == 2:
+        _nag_step_of(group, 2, indices, values, nnz, targets, learning_rate, scores)
+    else:
+        _nag_step_of(group, group.n_regressors, indices, values, nnz, targets, learning_rate,
+                     scores)
+
+
+cdef inline void _nag_step_of(RegressorGroup* group, index_t n_regressors,
+                              const index_t* indices, const float32_t* values, index_t nnz,
+                              const float64_t* targets, float64_t learning_rate,
+                              float64_t* scores) noexcept nogil:
+    """`nag_step` for a group of `n_regressors` (its own, given apart so that a
+    constant can be inlined)."""
     cdef float64_t x, rate
     cdef float64_t norm = group.norm  # a local, so the loop keeps it in a register
     # Locals rather than `scores`, which the compiler would have to assume aliases the state.
