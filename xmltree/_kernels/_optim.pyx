@@ -200,8 +200,8 @@ cdef inline void _nag_step_of(RegressorGroup* group, index_t n_regressors,
                               const index_t* indices, const float32_t* values, index_t nnz,
                               const float64_t* targets, float64_t learning_rate,
                               float64_t* scores) noexcept nogil:
-    """`nag_step` for a group of `n_regressors` (its own, given apart so that a
-    constant can be inlined)."""
+    """`nag_step`, with ``group.n_regressors`` passed as `n_regressors` so that a
+    caller can inline a constant."""
     cdef float64_t x, rate
     cdef float64_t norm = group.norm  # a local, so the loop keeps it in a register
     # Locals rather than `scores`, which the compiler would have to assume aliases the state.
