@@ -188,6 +188,13 @@ def reference_top_k(scores, k):
     return labels, values
 
 
+def in_rank_order(labels, values):
+    """Each row's (label, value) pairs best first, ties by label id, padding last."""
+    order = np.lexsort((np.where(labels < 0, np.iinfo(np.int32).max, labels), -values))
+    return (np.take_along_axis(labels, order, axis=1),
+            np.take_along_axis(values, order, axis=1))
+
+
 def make_forest(rng, *, n_trees=3, arity=2, n_features=20, n_labels=30, routing="margin",
                 leaf_aggregation="mean", **tree_options):
     trees = [random_flat_tree(rng, arity=arity, n_features=n_features, n_labels=n_labels,
@@ -230,6 +237,8 @@ def test_prediction_matches_reference(rng, arity, routing, n_labels, leaf_aggreg
         expected_labels, expected_values = reference_top_k(expected, k)
         np.testing.assert_array_equal(labels, expected_labels)
         np.testing.assert_allclose(values, expected_values, rtol=1e-6)
+        np.testing.assert_array_equal(
+            in_rank_order(*forest.predict_top_k(X, k, ordered=False)), (labels, values))
 
 
 @pytest.mark.parametrize("threshold", [-0.5, 0.05, 2.0])
@@ -433,6 +442,31 @@ def test_ties_are_broken_by_label_id_and_short_rows_padded():
     labels, scores = forest.predict_top_k(X, 25)
     assert labels.shape == (2, 25) and np.all(labels[:, 5:] == -1)
     assert np.all(scores[:, 5:] == 0)
+
+
+def test_unordered_top_k_holds_the_same_labels_and_ties_alike():
+    tree = single_leaf_tree([1, 3, 5, 7, 9], [0.25, 0.125, 0.25, 0.125, 0.25])
+    forest = Forest([tree], arity=2, n_features=4, n_labels=10, routing="margin")
+    X = sp.csr_matrix(np.ones((2, 4), dtype=np.float32))
+    for k in (1, 2, 4, 7):
+        np.testing.assert_array_equal(in_rank_order(*forest.predict_top_k(X, k, ordered=False)),
+                                      forest.predict_top_k(X, k))
+
+
+@pytest.mark.parametrize("n_levels", [3, 50, 100_000])
+def test_unordered_top_k_of_a_long_leaf_matches_the_ordered_one(rng, n_levels):
+    """The selection over thousands of labels in no order of score, with few
+    distinct scores (ties everywhere) or almost none; k far below their number
+    (the first pivot from a sample) and close to it."""
+    labels = np.sort(rng.permutation(2500)[:2000])
+    # A histogram: at most 1 in all.
+    values = (rng.integers(1, n_levels + 1, labels.size) / n_levels / 2000).astype(np.float32)
+    forest = Forest([single_leaf_tree(labels, values)], arity=2, n_features=4, n_labels=2500,
+                    routing="margin")
+    X = sp.csr_matrix(np.ones((1, 4), dtype=np.float32))
+    for k in (1, 2, 3, 10, 100, 500, 1000, 1001, 1500, 1998, 1999, 2000, 2001, 2500):
+        unordered = forest.predict_top_k(X, k, ordered=False)
+        np.testing.assert_array_equal(in_rank_order(*unordered), forest.predict_top_k(X, k))
 
 
 def test_averaging_over_trees_with_disjoint_leaves():

@@ -9,8 +9,15 @@
 #
 # The heap lives in two caller-owned arrays of k entries (labels, scores);
 # `sort_top_k` may write its output over them.
+#
+# Callers that need the k best but not their order (candidates to re-score,
+# or to train on) use `partition_top_k` instead: a selection in place over
+# an array of all the (label, score) pairs, O(n) on average against the
+# heap's O(n log k), the same k pairs by the same total order.
 
-from ._types cimport float32_t, float64_t, index_t
+from libc.math cimport sqrt
+
+from ._types cimport float32_t, float64_t, index_t, offset_t
 
 
 ctypedef fused score_t:
@@ -87,3 +94,117 @@ cdef inline void sort_top_k(index_t* labels, score_t* scores, index_t size,
         sift_down(labels, scores, size, 0)
         out_labels[size] = label
         out_scores[size] = score
+
+
+cdef struct ScoredLabel:
+    float64_t score
+    index_t label
+
+
+cdef inline bint precedes(const ScoredLabel* a, const ScoredLabel* b) noexcept nogil:
+    """Whether `a` ranks before `b` in the total order of `ranks_below`."""
+    return ranks_below(b.score, b.label, a.score, a.label)
+
+
+cdef inline void swap_pairs(ScoredLabel* pairs, index_t i, index_t j) noexcept nogil:
+    cdef ScoredLabel held = pairs[i]
+    pairs[i] = pairs[j]
+    pairs[j] = held
+
+
+cdef inline index_t median_of_three(const ScoredLabel* pairs, index_t a, index_t b,
+                                    index_t c) noexcept nogil:
+    """The position among `a`, `b`, `c` whose pair ranks between the other two."""
+    if precedes(&pairs[a], &pairs[b]):
+        if precedes(&pairs[b], &pairs[c]):
+            return b
+        return c if precedes(&pairs[a], &pairs[c]) else a
+    if precedes(&pairs[a], &pairs[c]):
+        return a
+    return c if precedes(&pairs[b], &pairs[c]) else b
+
+
+cdef enum:
+    # Pairs of the sample that the first pivot of `partition_top_k` comes from.
+    PIVOT_SAMPLE = 256
+
+
+cdef inline index_t worst_position(const ScoredLabel* pairs, index_t n) noexcept nogil:
+    """The position of the pair that ranks last of ``pairs[0 .. n - 1]``."""
+    cdef index_t i, worst = 0
+    for i in range(1, n):
+        if precedes(&pairs[worst], &pairs[i]):
+            worst = i
+    return worst
+
+
+cdef inline index_t sampled_pivot(const ScoredLabel* pairs, index_t n, index_t k) noexcept nogil:
+    """The position of a pair that likely ranks a little after the k-th best,
+    or -1 where a sample would not help (k not far below n).
+
+    The pair of rank ``k * PIVOT_SAMPLE / n`` in an evenly spaced sample,
+    moved down by two standard deviations of that estimate, so that a
+    partition around it usually leaves the k best, and few more, before it:
+    one pass over all the pairs, then the selection among about k of them.
+    """
+    cdef ScoredLabel sample[PIVOT_SAMPLE]
+    cdef index_t i, rank, chosen
+    if n < 4 * PIVOT_SAMPLE or 2 * k > n:
+        return -1
+    rank = <index_t>(<offset_t>k * PIVOT_SAMPLE // n)
+    rank += 2 * <index_t>sqrt(<float64_t>rank) + 2
+    if rank >= PIVOT_SAMPLE:
+        return -1
+    for i in range(PIVOT_SAMPLE):
+        sample[i] = pairs[<offset_t>i * n // PIVOT_SAMPLE]
+    partition_top_k(sample, PIVOT_SAMPLE, rank + 1)
+    chosen = sample[worst_position(sample, rank + 1)].label
+    # Back to its place among the pairs: it came from one, and labels differ.
+    for i in range(PIVOT_SAMPLE):
+        if pairs[<offset_t>i * n // PIVOT_SAMPLE].label == chosen:
+            return <index_t>(<offset_t>i * n // PIVOT_SAMPLE)
+    return -1
+
+
+cdef inline index_t partition_around(ScoredLabel* pairs, index_t low, index_t high,
+                                     index_t pivot) noexcept nogil:
+    """Split ``pairs[low .. high]`` around the pair at `pivot`; return the pivot's
+    final position, before which every pair ranks before it and after which
+    every pair ranks after it."""
+    cdef index_t i, store = low
+    swap_pairs(pairs, pivot, high)
+    for i in range(low, high):
+        if precedes(&pairs[i], &pairs[high]):
+            swap_pairs(pairs, i, store)
+            store += 1
+    swap_pairs(pairs, store, high)
+    return store
+
+
+cdef inline void partition_top_k(ScoredLabel* pairs, index_t n, index_t k) noexcept nogil:
+    """Reorder the `n` pairs so that the best k of them come first, in no
+    particular order (Hoare's selection; nothing to do unless ``0 < k < n``).
+
+    The labels of the pairs must differ: the order then has no ties, and the
+    first k are the k that `offer_top_k` would keep, whatever the input order.
+    The first pivot comes from a sample (`sampled_pivot`) where k is well
+    below n, the others are medians of three.
+    """
+    cdef index_t low = 0, high = n - 1, pivot
+    if k <= 0 or k >= n:
+        return
+    pivot = sampled_pivot(pairs, n, k)
+    # Invariant: low <= k - 1 < k <= high, and every pair left of `low` ranks
+    # before every pair from it on, every pair right of `high` after every
+    # pair up to it. Done once a pivot lands on either side of the boundary.
+    while True:
+        if pivot < 0:
+            pivot = median_of_three(pairs, low, low + (high - low) // 2, high)
+        pivot = partition_around(pairs, low, high, pivot)
+        if pivot == k or pivot == k - 1:
+            return
+        if pivot > k:
+            high = pivot - 1
+        else:
+            low = pivot + 1
+        pivot = -1

@@ -22,6 +22,7 @@ from libc.stdint cimport uint8_t
 
 from ._label_models cimport LabelModelView
 from .._kernels._sparse cimport CSRView
+from .._kernels._top_k cimport ScoredLabel
 from .._kernels._types cimport float32_t, float64_t, index_t, offset_t
 
 
@@ -103,6 +104,8 @@ cdef struct Scratch:
     index_t* touched             # (n_labels + 1,) labels with a score, first-seen order
                                  # (one spare slot for the branch-free append)
     index_t n_touched            # length of `touched`
+    ScoredLabel* ranked          # (n_labels,) the touched labels and their scores, for
+                                 # a selection of the best that needs no order
     index_t* stack               # (max_tree_nodes,) descent stack of node ids
     offset_t* stack_start        # (max_tree_nodes,) where each stacked node's examples
                                  # start in `members`
@@ -139,7 +142,7 @@ cdef struct Scratch:
     const CSRView* rows          # the examples being predicted (for re-scoring)
     float32_t* dense_x           # (n_label_ids + 1,) one example spread out, zero between
                                  # examples (only with label classifiers)
-    index_t* candidate_labels    # (n_candidates,) heap of the labels to re-score
+    index_t* candidate_labels    # (n_candidates,) the labels to re-score
     float64_t* candidate_scores  # (n_candidates,) their histogram scores
     index_t* candidate_slot      # (n_labels,) 1 + a candidate's position in
                                  # candidate_labels, 0 for other labels; all 0 between

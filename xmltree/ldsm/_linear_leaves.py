@@ -341,7 +341,7 @@ def rank_by_margin(X: sp.csr_matrix, candidates: np.ndarray, weights: sp.csr_mat
     ----------
     X : scipy.sparse.csr_matrix of shape (n_samples, n_features)
     candidates : numpy.ndarray of int32, shape (n_samples, n_candidates)
-        Label ids, -1 padded.
+        Label ids in any order, -1 padded.
     weights : scipy.sparse.csr_matrix of shape (n_labels, n_features)
     bias : numpy.ndarray of shape (n_labels,)
     depth : int
@@ -349,7 +349,7 @@ def rank_by_margin(X: sp.csr_matrix, candidates: np.ndarray, weights: sp.csr_mat
     Returns
     -------
     numpy.ndarray of int32, shape (n_samples, depth)
-        Best first, -1 padded.
+        Best first (of equal margins the lower label id), -1 padded.
     """
     ranked = np.full((X.shape[0], depth), -1, dtype=np.int32)
     if candidates.shape[1] == 0:
@@ -358,7 +358,8 @@ def rank_by_margin(X: sp.csr_matrix, candidates: np.ndarray, weights: sp.csr_mat
     # A block's margins are dense over every label: bounded in size.
     block = max(1, RANKING_BLOCK_ENTRIES // max(1, weights.shape[0]))
     for start in range(0, X.shape[0], block):
-        labels = candidates[start:start + block]
+        # Sorted, so that ties go to the lower label id whatever the candidates' order.
+        labels = np.sort(candidates[start:start + block], axis=1)
         margins = (X[start:start + block] @ transposed).toarray()
         scores = np.take_along_axis(margins, np.maximum(labels, 0), axis=1) + bias[labels]
         scores[labels < 0] = -np.inf
@@ -411,7 +412,8 @@ def logit_adjustment(Y: sp.csr_matrix) -> np.ndarray:
 
 def _candidates(forest, X: sp.csr_matrix, n_candidates: int, n_threads: int,
                 verbose: bool) -> np.ndarray:
-    """Every training row's best labels in the forest, found in blocks of rows.
+    """Every training row's best labels in the forest, in no particular order,
+    found in blocks of rows.
 
     A block's scores take ``CANDIDATE_BLOCK_BYTES`` at most and go as soon
     as the block is done; its labels are written straight into their rows of
@@ -426,7 +428,7 @@ def _candidates(forest, X: sp.csr_matrix, n_candidates: int, n_threads: int,
             sliced = X[start:start + block_rows]
             rows = kernel_csr(sliced.data, sliced.indices, sliced.indptr, sliced.shape)
             forest.predict_top_k(rows, n_candidates, n_threads, check_input=False,
-                                 labels=candidates[start:start + rows.shape[0]])
+                                 labels=candidates[start:start + rows.shape[0]], ordered=False)
             bar.update(rows.shape[0])
     finally:
         bar.close()
