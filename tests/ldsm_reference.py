@@ -69,6 +69,11 @@ def sigmoid(z: float) -> float:
     return e / (1.0 + e)
 
 
+def f32(value: float) -> float:
+    """`value` as the kernels store their optimiser state: rounded to float32."""
+    return float(np.float32(value))
+
+
 def _active(indices, values):
     """The example's (feature, value) pairs with the zeros left out, bias excluded."""
     return [(int(j), float(x)) for j, x in zip(indices, values) if float(x) != 0.0]
@@ -85,15 +90,17 @@ def regressor_score(weights, indices, values) -> float:
 def sgd_step(weights, indices, values, target, learning_rate) -> float:
     """Plain SGD on the logistic loss, in place; return the score after the update."""
     g = sigmoid(regressor_score(weights, indices, values)) - target
-    weights[-1] -= learning_rate * g * 1.0
+    weights[-1] = f32(weights[-1] - learning_rate * g * 1.0)
     for j, x in _active(indices, values):
-        weights[j] -= learning_rate * g * x
+        weights[j] = f32(weights[j] - learning_rate * g * x)
     return regressor_score(weights, indices, values)
 
 
 def nag_step(weights, scale, sum_sq_grad, norm, n_updates, indices, values, target,
              learning_rate):
-    """Normalized adaptive gradient step (Ross et al. 2013), in place.
+    """Normalized adaptive gradient step (Ross et al. 2013), in place; the state
+    is stored in float32, the step computed in float64 (from the unrounded
+    sum of squared gradients).
 
     Returns ``(score_after, norm, n_updates)``.
     """
@@ -102,17 +109,18 @@ def nag_step(weights, scale, sum_sq_grad, norm, n_updates, indices, values, targ
     for j, x in features:
         if abs(x) > scale[j]:
             if scale[j] > 0.0:
-                weights[j] *= scale[j] / abs(x)
+                weights[j] = f32(weights[j] * (scale[j] / abs(x)))
             scale[j] = abs(x)
         norm += (x / scale[j]) * (x / scale[j])
     n_updates += 1
     g = sigmoid(regressor_score(weights, indices, values)) - target
     for j, x in features:
         g_j = g * x
-        sum_sq_grad[j] += g_j * g_j
-        if sum_sq_grad[j] > 0.0:
-            weights[j] -= (learning_rate * math.sqrt(n_updates / norm) * g_j
-                           / (scale[j] * math.sqrt(sum_sq_grad[j])))
+        total = sum_sq_grad[j] + g_j * g_j
+        sum_sq_grad[j] = f32(total)
+        if total > 0.0:
+            weights[j] = f32(weights[j] - learning_rate * math.sqrt(n_updates / norm) * g_j
+                             / (scale[j] * math.sqrt(total)))
     return regressor_score(weights, indices, values), norm, n_updates
 
 
@@ -183,7 +191,7 @@ def train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, learni
     norm = [0.0] * arity
     n_updates = [0] * arity
     for m in range(arity):
-        weights[m, -1] = (rng.uniform() - 0.5) * INIT_BIAS_SPREAD
+        weights[m, -1] = f32((rng.uniform() - 0.5) * INIT_BIAS_SPREAD)
     state = {"prob": [0.0] * arity, "label_prob": {}, "label_count": {}, "total_count": 0}
     directions = np.zeros((epochs, len(rows)), dtype=np.int32)
     trace = np.zeros(epochs)

@@ -6,7 +6,8 @@ time. It follows the same conventions as the compiled kernels in
 
 * node regressors are trained with the shared online updates of
   ``xmltree/_kernels/_optim.pyx``, re-implemented here operation by operation in
-  float64: the margin steps for the hinge loss (target sign -1 = left,
+  float64, each stored weight, scale and sum of squared gradients rounded to
+  float32 as the kernels store them: the margin steps for the hinge loss (target sign -1 = left,
   +1 = right) or the logistic steps (target 0 = left, 1 = right);
 * a swap looks for the orphan leaf by walking down from the root to the child
   whose C equals its parent's, preferring the left child, and is skipped when
@@ -21,6 +22,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+
+def f32(value):
+    """`value` as the kernels store their optimiser state: rounded to float32."""
+    return float(np.float32(value))
 
 
 def _sigmoid(z):
@@ -56,11 +62,11 @@ class ReferenceRegressor:
 
     def sgd_step(self, x, target, learning_rate):
         step = learning_rate * (_sigmoid(self.score(x)) - target)
-        self.weights[self.bias] -= step
+        self.weights[self.bias] = f32(self.weights[self.bias] - step)
         z_after = self.weights[self.bias]
         for j, value in x:
             if value != 0.0:
-                self.weights[j] -= step * value
+                self.weights[j] = f32(self.weights[j] - step * value)
                 z_after += value * self.weights[j]
         self.n_updates += 1
         return z_after
@@ -69,16 +75,18 @@ class ReferenceRegressor:
         magnitude = abs(value)
         if magnitude > self.scale[j]:
             if self.scale[j] > 0.0:
-                self.weights[j] *= self.scale[j] / magnitude
+                self.weights[j] = f32(self.weights[j] * (self.scale[j] / magnitude))
             self.scale[j] = magnitude
         ratio = value / self.scale[j]
         return ratio * ratio
 
     def _update(self, j, value, g, rate):
         gradient = g * value
-        self.sum_sq_grad[j] += gradient * gradient
-        if self.sum_sq_grad[j] > 0.0:
-            self.weights[j] -= rate * gradient / (self.scale[j] * math.sqrt(self.sum_sq_grad[j]))
+        total = self.sum_sq_grad[j] + gradient * gradient
+        self.sum_sq_grad[j] = f32(total)
+        if total > 0.0:
+            self.weights[j] = f32(self.weights[j]
+                                  - rate * gradient / (self.scale[j] * math.sqrt(total)))
         return value * self.weights[j]
 
     def nag_step(self, x, target, learning_rate):
@@ -109,11 +117,11 @@ class ReferenceRegressor:
         for _, value in x:
             squared_norm += value * value
         step = sign * min(learning_rate, abs(error) / squared_norm)
-        self.weights[self.bias] += step
+        self.weights[self.bias] = f32(self.weights[self.bias] + step)
         z_after = self.weights[self.bias]
         for j, value in x:
             if value != 0.0:
-                self.weights[j] += step * value
+                self.weights[j] = f32(self.weights[j] + step * value)
                 z_after += value * self.weights[j]
         self.n_updates += 1
         return z_after
@@ -124,24 +132,25 @@ class ReferenceRegressor:
         if error == 0.0:
             return z
         self.norm += self._observe(self.bias, 1.0)
-        self.sum_sq_grad[self.bias] += 1.0
+        self.sum_sq_grad[self.bias] = f32(self.sum_sq_grad[self.bias] + 1.0)
         sensitivity = self._margin_rate(self.bias)
         z = self.weights[self.bias]
         for j, value in x:
             if value != 0.0:
                 self.norm += self._observe(j, value)
-                self.sum_sq_grad[j] += value * value
+                self.sum_sq_grad[j] = f32(self.sum_sq_grad[j] + value * value)
                 sensitivity += value * value * self._margin_rate(j)
                 z += value * self.weights[j]
         self.n_updates += 1
         multiplier = math.sqrt(self.n_updates / self.norm)
         error = sign - min(1.0, max(-1.0, z))
         step = sign * multiplier * min(learning_rate, abs(error) / (multiplier * sensitivity))
-        self.weights[self.bias] += step * self._margin_rate(self.bias)
+        self.weights[self.bias] = f32(self.weights[self.bias]
+                                      + step * self._margin_rate(self.bias))
         z_after = self.weights[self.bias]
         for j, value in x:
             if value != 0.0:
-                self.weights[j] += step * value * self._margin_rate(j)
+                self.weights[j] = f32(self.weights[j] + step * value * self._margin_rate(j))
                 z_after += value * self.weights[j]
         return z_after
 

@@ -63,7 +63,7 @@ def random_step_input(rng, n_features=8):
 
 
 def test_sgd_step_matches_reference(rng):
-    weights = rng.normal(size=9)
+    weights = rng.normal(size=9).astype(np.float32).astype(np.float64)  # as the state holds them
     expected = weights.copy()
     for _ in range(5):
         indices, values = random_step_input(rng)
@@ -76,7 +76,7 @@ def test_sgd_step_matches_reference(rng):
 
 def test_nag_steps_match_reference(rng):
     state = [np.zeros(9), np.zeros(9), np.zeros(9)]
-    state[0][-1] = 0.05
+    state[0][-1] = 0.0625
     expected = [array.copy() for array in state]
     norm = norm_ref = 0.0
     t = t_ref = 0
@@ -90,6 +90,8 @@ def test_nag_steps_match_reference(rng):
         assert norm == pytest.approx(norm_ref, rel=1e-12) and t == t_ref
         for array, array_ref in zip(state, expected):
             np.testing.assert_allclose(array, array_ref, rtol=1e-12, atol=1e-14)
+            # Stored in float32.
+            np.testing.assert_array_equal(array, array.astype(np.float32))
 
 
 @pytest.mark.parametrize("step", ["sgd", "nag"])

@@ -165,7 +165,8 @@ def test_predict_topk_matches_reference(loss, c):
 def test_margin_steps_stop_at_the_target(optimizer):
     # The kernels equal the reference exactly, so checking the reference's
     # margin steps checks theirs: a step never carries the score past its
-    # target sign, and once the margin is met nothing changes.
+    # target sign (beyond the rounding of the weights it stores in float32),
+    # and once the margin is met nothing changes.
     X, _ = drifting_stream(6, n_samples=200)
     regressor = ReferenceRegressor(X.shape[1])
     step = regressor.nag_margin_step if optimizer == "nag" else regressor.sgd_margin_step
@@ -180,9 +181,9 @@ def test_margin_steps_stop_at_the_target(optimizer):
                     regressor.n_updates) == state
             assert after == before
         else:
-            assert sign * after <= 1.0 + 1e-9
-            n_capped += math.isclose(sign * after, 1.0) or math.isclose(
-                sign * after - sign * before, 2.0)
+            assert sign * after <= 1.0 + 1e-6
+            n_capped += math.isclose(sign * after, 1.0, rel_tol=1e-6) or math.isclose(
+                sign * after - sign * before, 2.0, rel_tol=1e-6)
     assert n_capped > 10
 
 

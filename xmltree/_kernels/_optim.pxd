@@ -15,11 +15,15 @@
 #
 # The state of a group is dense over the feature space, so that a step costs
 # O(nnz(x)); whoever owns it resets only the entries it touched. Each feature
-# has one block of 1 + 2M float64, so that a step reads and writes one or two
-# cache lines per feature for the whole group (separate arrays per quantity
-# and per regressor took 3M):
+# has one block of 1 + 2M float32 (`state_t`), so that a step reads and writes
+# one or two cache lines per feature for the whole group (separate arrays per
+# quantity and per regressor took 3M):
 #
 #     block_j = [s_j, w_j^0 .. w_j^(M-1), G_j^0 .. G_j^(M-1)]
+#
+# The steps compute in float64 and store in float32, as Vowpal Wabbit keeps
+# its weights: where examples have many distinct features the state is read
+# at random, and half the bytes wait half as long on memory.
 #
 # Features with x_j == 0 (explicit zeros) are skipped everywhere, so they
 # never change a weight, a scale or a normaliser.
@@ -37,6 +41,9 @@ from libc.stdint cimport int64_t
 from ._types cimport float32_t, float64_t, index_t, offset_t
 
 
+ctypedef float32_t state_t  # an entry of the optimiser state (see above)
+
+
 cdef enum OptimizerKind:
     OPTIMIZER_SGD = 0   # plain stochastic gradient descent
     OPTIMIZER_NAG = 1   # normalized adaptive gradient (Ross, Mineiro & Langford 2013)
@@ -49,7 +56,7 @@ cdef enum:
 
 cdef struct RegressorGroup:
     # M linear regressors trained on the same examples, and their optimiser state.
-    float64_t* state        # (n_features + 1) blocks of block_size float64, bias last
+    state_t* state          # (n_features + 1) blocks of block_size entries, bias last
     index_t n_regressors    # M, 1 to MAX_GROUP_SIZE
     index_t block_size      # 1 + 2M: s_j, then w_j of each regressor, then G_j of each
     float64_t norm          # NAG: N, the running sum of (x_j / s_j)^2 over updates
@@ -58,15 +65,15 @@ cdef struct RegressorGroup:
 
 
 cdef inline index_t group_block_size(index_t n_regressors) noexcept nogil:
-    """Doubles per feature block of a group of `n_regressors`: s_j, then w_j
+    """Entries per feature block of a group of `n_regressors`: s_j, then w_j
     and G_j of each regressor."""
     return 1 + 2 * n_regressors
 
 
-cdef inline RegressorGroup new_group(float64_t* state, index_t n_regressors,
+cdef inline RegressorGroup new_group(state_t* state, index_t n_regressors,
                                      index_t n_features) noexcept nogil:
     """A group of `n_regressors` over `state`, ``n_features + 1`` blocks of
-    ``group_block_size(n_regressors)`` float64 that the caller zeroes (or
+    ``group_block_size(n_regressors)`` entries that the caller zeroes (or
     fills), with no update applied yet."""
     cdef RegressorGroup group
     group.state = state
@@ -78,12 +85,12 @@ cdef inline RegressorGroup new_group(float64_t* state, index_t n_regressors,
     return group
 
 
-cdef inline float64_t* feature_block(const RegressorGroup* group, index_t j) noexcept nogil:
+cdef inline state_t* feature_block(const RegressorGroup* group, index_t j) noexcept nogil:
     """Return the state block of feature j (the bias for ``j == bias_index``)."""
     return group.state + <offset_t>j * group.block_size
 
 
-cdef inline float64_t* weight_of(const RegressorGroup* group, index_t m, index_t j) noexcept nogil:
+cdef inline state_t* weight_of(const RegressorGroup* group, index_t m, index_t j) noexcept nogil:
     """Return a pointer to w_j of regressor m (its bias for ``j == bias_index``)."""
     return feature_block(group, j) + 1 + m
 

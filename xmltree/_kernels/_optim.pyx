@@ -23,7 +23,8 @@ clipped score past the target: the step size is
 how much the score moves per unit of step. With NAG the squared-gradient sums
 ``G_j`` accumulate ``x_j^2``, and whether to update is decided on the score
 before the scales grow, both as in Vowpal Wabbit; the cap is computed on the
-score after the resulting rescaling, so that it holds exactly.
+score after the resulting rescaling, so that it holds up to the rounding of the
+weights as they are stored (float32, see ``_optim.pxd``).
 """
 
 import numpy as np
@@ -37,17 +38,18 @@ cdef extern from *:
     #include <math.h>
     #include <string.h>
 
-    /* NAG's per-feature step for one regressor. G_j == 0 only when g == 0 (sigmoid saturated on its target):
-       no step, no 0/0. */
-    static inline void xmltree_nag_update_one(double* weight, double* sum_sq_grad,
+    /* NAG's per-feature step for one regressor: computed in double, stored in float.
+       G_j == 0 only when g == 0 (sigmoid saturated on its target): no step, no 0/0. */
+    static inline void xmltree_nag_update_one(float* weight, float* sum_sq_grad,
                                               double scale, double x, double g,
                                               double rate, double* z) {
         const double gradient = g * x;
-        *sum_sq_grad = *sum_sq_grad + gradient * gradient;
-        if (*sum_sq_grad > 0.0) {
-            *weight = *weight - rate * gradient / (scale * sqrt(*sum_sq_grad));
+        const double sum = (double)*sum_sq_grad + gradient * gradient;
+        *sum_sq_grad = (float)sum;
+        if (sum > 0.0) {
+            *weight = (float)((double)*weight - rate * gradient / (scale * sqrt(sum)));
         }
-        *z = *z + x * *weight;
+        *z = *z + x * (double)*weight;
     }
 
     /* Two lanes of NAG's per-feature step (see _nag_update_feature): lane by
@@ -59,16 +61,17 @@ cdef extern from *:
     #if defined(__GNUC__)
     typedef double xmltree_pair __attribute__((vector_size(16)));
     typedef long long xmltree_pair_mask __attribute__((vector_size(16)));
+    typedef float xmltree_float_pair __attribute__((vector_size(8)));
 
-    static inline void xmltree_nag_update_pair(double* weights, double* sum_sq_grad,
+    static inline void xmltree_nag_update_pair(float* weights, float* sum_sq_grad,
                                                double scale, double x, const double* g,
                                                double rate, double* z) {
         const xmltree_pair xs = {x, x}, scales = {scale, scale}, rates = {rate, rate};
         const xmltree_pair zero = {0.0, 0.0};
         xmltree_pair gradient, sum, weight, score, root, step;
         memcpy(&gradient, g, sizeof gradient);
-        memcpy(&sum, sum_sq_grad, sizeof sum);
-        memcpy(&weight, weights, sizeof weight);
+        sum = (xmltree_pair){sum_sq_grad[0], sum_sq_grad[1]};
+        weight = (xmltree_pair){weights[0], weights[1]};
         memcpy(&score, z, sizeof score);
         gradient = gradient * xs;
         sum = sum + gradient * gradient;
@@ -77,13 +80,17 @@ cdef extern from *:
         /* No step where G_j == 0: the step's bits become those of +0.0. */
         step = (xmltree_pair)((xmltree_pair_mask)step & (sum > zero));
         weight = weight - step;
-        score = score + xs * weight;
-        memcpy(sum_sq_grad, &sum, sizeof sum);
-        memcpy(weights, &weight, sizeof weight);
+        const xmltree_float_pair stored_sum = __builtin_convertvector(sum, xmltree_float_pair);
+        const xmltree_float_pair stored = __builtin_convertvector(weight, xmltree_float_pair);
+        memcpy(sum_sq_grad, &stored_sum, sizeof stored_sum);
+        memcpy(weights, &stored, sizeof stored);
+        /* The score adds the weights as stored. Converted lane by lane, the round
+           trip through float was dropped by GCC 12 at -O2 and -O3. */
+        score = score + xs * __builtin_convertvector(stored, xmltree_pair);
         memcpy(z, &score, sizeof score);
     }
     #else
-    static void xmltree_nag_update_pair(double* weights, double* sum_sq_grad,
+    static void xmltree_nag_update_pair(float* weights, float* sum_sq_grad,
                                         double scale, double x, const double* g,
                                         double rate, double* z) {
         xmltree_nag_update_one(weights, sum_sq_grad, scale, x, g[0], rate, z);
@@ -92,10 +99,10 @@ cdef extern from *:
     #endif
     """
     void nag_update_one "xmltree_nag_update_one" (
-        float64_t* weight, float64_t* sum_sq_grad, float64_t scale, float64_t x,
+        float32_t* weight, float32_t* sum_sq_grad, float64_t scale, float64_t x,
         float64_t g, float64_t rate, float64_t* z) noexcept nogil
     void nag_update_pair "xmltree_nag_update_pair" (
-        float64_t* weights, float64_t* sum_sq_grad, float64_t scale, float64_t x,
+        float32_t* weights, float32_t* sum_sq_grad, float64_t scale, float64_t x,
         const float64_t* g, float64_t rate, float64_t* z) noexcept nogil
 
 # Offsets in a feature block (see _optim.pxd): the scale s_j, then the weight of
@@ -130,7 +137,7 @@ cdef void sgd_step(RegressorGroup* group, const index_t* indices, const float32_
                    index_t nnz, const float64_t* targets, float64_t learning_rate,
                    float64_t* scores) noexcept nogil:
     """Apply ``w_j -= learning_rate * g * x_j`` to each regressor; write its new score."""
-    cdef float64_t* weight
+    cdef state_t* weight
     cdef float64_t step, x, z_after
     cdef index_t m, k
     for m in range(group.n_regressors):
@@ -148,7 +155,7 @@ cdef void sgd_step(RegressorGroup* group, const index_t* indices, const float32_
     group.n_updates += 1
 
 
-cdef inline float64_t _observe_feature(float64_t* block, index_t n_regressors, float64_t x,
+cdef inline float64_t _observe_feature(state_t* block, index_t n_regressors, float64_t x,
                                        float64_t* z) noexcept nogil:
     """Grow the scale of a feature block to ``|x|`` if needed (rescaling its weights),
     add ``x * w_j`` to the score ``z[m]`` of each regressor m; return ``(x / s_j)^2``."""
@@ -167,13 +174,13 @@ cdef inline float64_t _observe_feature(float64_t* block, index_t n_regressors, f
     return ratio * ratio
 
 
-cdef inline void _nag_update_feature(float64_t* block, index_t n_regressors, float64_t x,
+cdef inline void _nag_update_feature(state_t* block, index_t n_regressors, float64_t x,
                                      const float64_t* g, float64_t rate,
                                      float64_t* z) noexcept nogil:
     """Apply the NAG step of each regressor m, of gradient ``g[m]`` in z, to a feature
     block; add ``x * w_j`` after the step to its score ``z[m]``."""
-    cdef float64_t* weights = block + WEIGHT
-    cdef float64_t* sum_sq_grad = block + WEIGHT + n_regressors
+    cdef state_t* weights = block + WEIGHT
+    cdef state_t* sum_sq_grad = block + WEIGHT + n_regressors
     cdef index_t m = 0
     while m + 1 < n_regressors:
         nag_update_pair(weights + m, sum_sq_grad + m, block[SCALE], x, g + m, rate, z + m)
@@ -263,7 +270,7 @@ cdef float64_t sgd_margin_step(RegressorGroup* group, const index_t* indices,
     if error == 0.0:
         return z
     cdef float64_t squared_norm = 1.0  # the bias feature
-    cdef float64_t* weight
+    cdef state_t* weight
     cdef float64_t x, step, z_after
     cdef index_t k
     for k in range(nnz):
@@ -283,7 +290,7 @@ cdef float64_t sgd_margin_step(RegressorGroup* group, const index_t* indices,
     return z_after
 
 
-cdef inline float64_t _margin_rate(const float64_t* block) noexcept nogil:
+cdef inline float64_t _margin_rate(const state_t* block) noexcept nogil:
     """Return the per-feature rate ``1 / (s_j * sqrt(G_j))`` of a margin step."""
     return 1.0 / (block[SCALE] * sqrt(block[SUM_SQ_GRAD]))
 
@@ -301,7 +308,7 @@ cdef float64_t nag_margin_step(RegressorGroup* group, const index_t* indices,
     cdef float64_t error = _margin_error(z, sign)
     if error == 0.0:
         return z
-    cdef float64_t* block = feature_block(group, group.bias_index)
+    cdef state_t* block = feature_block(group, group.bias_index)
     cdef float64_t x, multiplier, step, z_after
     cdef float64_t norm = group.norm
     cdef float64_t sensitivity
@@ -341,7 +348,7 @@ cdef float64_t nag_margin_step(RegressorGroup* group, const index_t* indices,
 cdef void reset_group(RegressorGroup* group, const index_t* features,
                       index_t n_features_touched) noexcept nogil:
     """Zero the state blocks of `features` and of the bias, and the normaliser."""
-    cdef float64_t* block
+    cdef state_t* block
     cdef index_t k, i
     for k in range(n_features_touched + 1):
         block = feature_block(group, features[k] if k < n_features_touched
@@ -369,7 +376,7 @@ def _check_step_arguments(weights, indices, values):
     return weights, indices, values
 
 
-cdef RegressorGroup _group_of_one(float64_t[:, ::1] blocks, float64_t norm,
+cdef RegressorGroup _group_of_one(float32_t[:, ::1] blocks, float64_t norm,
                                   long long n_updates):
     """A group of one regressor over ``blocks``, (n_features + 1, 3): ``s_j, w_j, G_j``."""
     cdef RegressorGroup group = new_group(&blocks[0, 0], 1, blocks.shape[0] - 1)
@@ -384,7 +391,7 @@ def _py_sgd_step(weights, indices, values, double target, double learning_rate):
     Test-only wrapper around the ``sgd_step`` kernel.
     """
     weights, indices, values = _check_step_arguments(weights, indices, values)
-    blocks = np.zeros((weights.shape[0], 3))
+    blocks = np.zeros((weights.shape[0], 3), dtype=np.float32)
     blocks[:, WEIGHT] = weights
     cdef const index_t[::1] idx = indices
     cdef const float32_t[::1] val = values
@@ -413,7 +420,7 @@ def _py_nag_step(weights, scale, sum_sq_grad, double norm, long long n_updates, 
         if (not isinstance(array, np.ndarray) or array.dtype != np.float64
                 or array.shape != weights.shape or not array.flags.c_contiguous):
             raise ValueError(f"{name} must be a contiguous float64 array shaped like weights")
-    blocks = np.stack([scale, weights, sum_sq_grad], axis=1)
+    blocks = np.stack([scale, weights, sum_sq_grad], axis=1).astype(np.float32)
     cdef const index_t[::1] idx = indices
     cdef const float32_t[::1] val = values
     cdef RegressorGroup group = _group_of_one(blocks, norm, n_updates)

@@ -7,7 +7,7 @@ from libcpp.queue cimport priority_queue
 from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
-from .._kernels._optim cimport OptimizerKind, RegressorGroup
+from .._kernels._optim cimport OptimizerKind, RegressorGroup, state_t
 from .._kernels._random cimport rng_state
 from .._kernels._sparse cimport CSRView
 from .._kernels._types cimport float32_t, float64_t, index_t, offset_t
@@ -40,7 +40,7 @@ cdef class NodeTrainer:
     cdef NodeSettings settings            # hyper-parameters
     cdef rng_state rng                    # the tree's generator (permutation, init, ties)
     cdef index_t n_rows                   # examples of the node being trained
-    cdef vector[float64_t] state          # ((n_features + 1) * (1 + 2M),) weights and NAG
+    cdef vector[state_t] state            # ((n_features + 1) * (1 + 2M),) weights and NAG
                                           # state of the M regressors (see _optim.pxd)
     cdef RegressorGroup regressors        # the node's M regressors, over `state`
     cdef vector[float64_t] targets        # (M,) 1 if the example goes to child m, else 0

@@ -424,7 +424,7 @@ cdef class NodeTrainer:
         dropped) and list them by regressor in ``kept_feature`` / ``kept_value``."""
         cdef index_t m, k, j, cap = self.weight_cap()
         cdef float32_t stored
-        cdef float64_t* weight
+        cdef state_t* weight
         for m in range(self.settings.arity):
             self.kept_feature[m].clear()
             self.kept_value[m].clear()

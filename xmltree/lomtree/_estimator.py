@@ -114,7 +114,7 @@ class LOMTree(TopKEstimator):
     Notes
     -----
     Regressor weights are dense over the feature space, one row of
-    ``n_features + 1`` float64 values (times three for the optimiser state)
+    ``n_features + 1`` float32 values (times three for the optimiser state)
     per internal node; rows are allocated lazily by the operating system, so
     memory grows with the nodes actually used.
     """

@@ -10,7 +10,7 @@
 from libc.stdint cimport int32_t, int64_t
 from libcpp.vector cimport vector
 
-from .._kernels._optim cimport OptimizerKind, RegressorGroup
+from .._kernels._optim cimport OptimizerKind, RegressorGroup, state_t
 from .._kernels._types cimport float32_t, float64_t, index_t
 
 
@@ -50,7 +50,7 @@ cdef class LOMTreeBuilder:
     cdef vector[vector[ClassStats]] stats      # stats[v]: ClassStats of node v, sorted by label
     cdef vector[RegressorGroup] regressors     # one group of one regressor per slot in use
                                                # (n_internal); capacity T; over state rows
-    cdef float64_t[:, :, ::1] state            # (max_internal_nodes, n_features + 1, 3): per
+    cdef state_t[:, :, ::1] state              # (max_internal_nodes, n_features + 1, 3): per
                                                # slot and feature s_j, w_j, G_j; bias last
     cdef readonly index_t n_features           # dimension of x (without the bias)
     cdef readonly index_t n_classes            # class ids are 0 .. n_classes - 1

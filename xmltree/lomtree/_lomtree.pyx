@@ -43,7 +43,7 @@ from libc.string cimport memset
 from libcpp.vector cimport vector
 
 from .._kernels._optim cimport OPTIMIZER_NAG, OPTIMIZER_SGD, RegressorGroup, nag_margin_step, new_group
-from .._kernels._optim cimport regressor_step, score, sgd_margin_step
+from .._kernels._optim cimport regressor_step, score, sgd_margin_step, state_t
 from .._kernels._sparse cimport CSRView, csr_view, row_indices, row_nnz, row_values
 from .._kernels._top_k cimport offer_top_k, sort_top_k
 from .._kernels._types cimport float32_t, float64_t, index_t, offset_t
@@ -112,7 +112,7 @@ cdef class LOMTreeBuilder:
         self.optimizer = OPTIMIZER_NAG if optimizer == "nag" else OPTIMIZER_SGD
         self.loss = LOSS_HINGE if loss == "hinge" else LOSS_LOGISTIC
         # np.zeros maps untouched pages lazily, so an unused slot costs no memory.
-        self.state = np.zeros((max_internal_nodes, n_features + 1, 3))
+        self.state = np.zeros((max_internal_nodes, n_features + 1, 3), dtype=np.float32)
         # Reserving the final sizes keeps Node* and ClassStats* pointers valid
         # while growing, and lets the noexcept _append_* never allocate. The
         # memory is touched only as nodes and slots come into use, so a large
@@ -170,7 +170,7 @@ cdef class LOMTreeBuilder:
     cdef void _reset_regressor(self, index_t slot) noexcept nogil:
         """Zero the weights and optimiser state of a regressor slot."""
         memset(self.regressors[slot].state, 0,
-               (self.n_features + 1) * self.regressors[slot].block_size * sizeof(float64_t))
+               (self.n_features + 1) * self.regressors[slot].block_size * sizeof(state_t))
         self.regressors[slot].norm = 0.0
         self.regressors[slot].n_updates = 0
 
@@ -724,9 +724,10 @@ cdef class LOMTreeBuilder:
         out.update(self.stats_arrays())
         used = self.n_internal
         state = np.asarray(self.state)[:used]
-        out["weights"] = state[:, :, 1].copy()
-        out["scale"] = state[:, :, 0].copy()
-        out["sum_sq_grad"] = state[:, :, 2].copy()
+        # Stored as float32, saved as float64 (exactly): the files' format predates the change.
+        out["weights"] = state[:, :, 1].astype(np.float64)
+        out["scale"] = state[:, :, 0].astype(np.float64)
+        out["sum_sq_grad"] = state[:, :, 2].astype(np.float64)
         out["regressor_norm"] = np.array([self.regressors[s].norm for s in range(used)],
                                          dtype=np.float64)
         out["regressor_n_updates"] = np.array(
