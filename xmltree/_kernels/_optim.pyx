@@ -408,7 +408,8 @@ def _py_nag_step(weights, scale, sum_sq_grad, double norm, long long n_updates, 
     """Apply one NAG step in place to ``weights``, ``scale`` and ``sum_sq_grad``.
 
     Test-only wrapper around the ``nag_step`` kernel. All three arrays are
-    float64 of length ``n_features + 1`` (bias last).
+    float64 of length ``n_features + 1`` (bias last); the kernel holds them
+    in float32, so what it writes back is rounded to float32.
 
     Returns
     -------

@@ -107,6 +107,7 @@ cdef inline bint precedes(const ScoredLabel* a, const ScoredLabel* b) noexcept n
 
 
 cdef inline void swap_pairs(ScoredLabel* pairs, index_t i, index_t j) noexcept nogil:
+    """Exchange the pairs at positions `i` and `j`."""
     cdef ScoredLabel held = pairs[i]
     pairs[i] = pairs[j]
     pairs[j] = held

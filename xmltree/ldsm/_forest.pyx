@@ -727,7 +727,7 @@ cdef void rescore_example(const ForestArrays* f, Scratch* s, index_t row) noexce
     same products in the same order (increasing feature id), so the scores
     are the same to the bit.
     """
-    cdef index_t j, label, size = 0
+    cdef index_t j, label, size
     cdef index_t nnz = row_nnz(s.rows, row)
     cdef const index_t* features = row_indices(s.rows, row)
     cdef const float32_t* values = row_values(s.rows, row)
