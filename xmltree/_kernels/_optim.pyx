@@ -105,6 +105,9 @@ cdef extern from *:
         float32_t* weights, float32_t* sum_sq_grad, float64_t scale, float64_t x,
         const float64_t* g, float64_t rate, float64_t* z) noexcept nogil
 
+#: The NumPy dtype of ``state_t``, for arrays that hold a group's state.
+STATE_DTYPE = np.float32
+
 # Offsets in a feature block (see _optim.pxd): the scale s_j, then the weight of
 # regressor m at WEIGHT + m; in a group of one regressor, G_j at SUM_SQ_GRAD.
 cdef enum:
@@ -376,7 +379,7 @@ def _check_step_arguments(weights, indices, values):
     return weights, indices, values
 
 
-cdef RegressorGroup _group_of_one(float32_t[:, ::1] blocks, float64_t norm,
+cdef RegressorGroup _group_of_one(state_t[:, ::1] blocks, float64_t norm,
                                   long long n_updates):
     """A group of one regressor over ``blocks``, (n_features + 1, 3): ``s_j, w_j, G_j``."""
     cdef RegressorGroup group = new_group(&blocks[0, 0], 1, blocks.shape[0] - 1)
@@ -391,7 +394,7 @@ def _py_sgd_step(weights, indices, values, double target, double learning_rate):
     Test-only wrapper around the ``sgd_step`` kernel.
     """
     weights, indices, values = _check_step_arguments(weights, indices, values)
-    blocks = np.zeros((weights.shape[0], 3), dtype=np.float32)
+    blocks = np.zeros((weights.shape[0], 3), dtype=STATE_DTYPE)
     blocks[:, WEIGHT] = weights
     cdef const index_t[::1] idx = indices
     cdef const float32_t[::1] val = values
@@ -421,7 +424,7 @@ def _py_nag_step(weights, scale, sum_sq_grad, double norm, long long n_updates, 
         if (not isinstance(array, np.ndarray) or array.dtype != np.float64
                 or array.shape != weights.shape or not array.flags.c_contiguous):
             raise ValueError(f"{name} must be a contiguous float64 array shaped like weights")
-    blocks = np.stack([scale, weights, sum_sq_grad], axis=1).astype(np.float32)
+    blocks = np.stack([scale, weights, sum_sq_grad], axis=1).astype(STATE_DTYPE)
     cdef const index_t[::1] idx = indices
     cdef const float32_t[::1] val = values
     cdef RegressorGroup group = _group_of_one(blocks, norm, n_updates)

@@ -48,6 +48,8 @@ from .._kernels._sparse cimport CSRView, csr_view, row_indices, row_nnz, row_val
 from .._kernels._top_k cimport offer_top_k, sort_top_k
 from .._kernels._types cimport float32_t, float64_t, index_t, offset_t
 
+from .._kernels._optim import STATE_DTYPE
+
 #: Names of the optimisers accepted by :class:`LOMTreeBuilder`.
 OPTIMIZERS = ("sgd", "nag")
 
@@ -112,7 +114,7 @@ cdef class LOMTreeBuilder:
         self.optimizer = OPTIMIZER_NAG if optimizer == "nag" else OPTIMIZER_SGD
         self.loss = LOSS_HINGE if loss == "hinge" else LOSS_LOGISTIC
         # np.zeros maps untouched pages lazily, so an unused slot costs no memory.
-        self.state = np.zeros((max_internal_nodes, n_features + 1, 3), dtype=np.float32)
+        self.state = np.zeros((max_internal_nodes, n_features + 1, 3), dtype=STATE_DTYPE)
         # Reserving the final sizes keeps Node* and ClassStats* pointers valid
         # while growing, and lets the noexcept _append_* never allocate. The
         # memory is touched only as nodes and slots come into use, so a large
