@@ -18,6 +18,7 @@ from xmltree import LdSM
 from xmltree._kernels._optim import _py_nag_step, _py_sgd_step
 from xmltree._kernels._random import _py_draw
 from xmltree.ldsm._builder import OWN_MAPPING_BYTES, _py_train_node, build_tree
+from xmltree.ldsm._node_trainer import _py_magnitude_of_rank
 from xmltree.ldsm._tree_arrays import MAX_ARITY
 
 NODE_SETTINGS = dict(epochs=3, lambda1=2.0, lambda2=1.0, learning_rate=0.3)
@@ -192,6 +193,40 @@ def test_weight_cap_keeps_the_smaller_ids_of_equal_magnitudes(rng):
         got = _py_train_node(X, Y, rows, **settings, max_weights=cap)
         stored = np.array([store_weights(w, cap) for w in got["weights"]])
         assert np.array_equal(got["stored_weights"], stored), cap
+
+
+@pytest.mark.parametrize("cap", [3, 200, 1500, 2390])
+def test_weight_cap_over_many_features_cuts_as_the_reference(rng, cap):
+    # Regressors of ~2,400 weights, in twins of equal magnitude: the caps
+    # near either end select through a sample's cut, the middle one without.
+    dense = rng.uniform(-2.0, 3.0, (40, 1200)) * (rng.random((40, 1200)) < 0.5)
+    X = make_csr(np.hstack([dense, dense]))
+    Y = make_csr(rng.random((40, 6)) < 0.3)
+    settings = dict(NODE_SETTINGS, arity=2, optimizer="nag", routing="margin", seed=3)
+    got = _py_train_node(X, Y, np.arange(40), **settings, max_weights=cap)
+    assert np.count_nonzero(got["weights"], axis=1).min() > 2 * 1024
+    stored = np.array([store_weights(w, cap) for w in got["weights"]])
+    assert np.array_equal(got["stored_weights"], stored)
+
+
+@pytest.mark.parametrize("n", [5, 1023, 1024, 5000])
+def test_magnitude_of_rank_is_the_sorted_magnitude(rng, n):
+    values = rng.choice([-3.0, -1.5, 0.25, 0.5, 2.0, 7.0], n) * rng.integers(1, 40, n)
+    magnitudes = np.sort(np.abs(values.astype(np.float32)))
+    for rank in sorted({0, 1, n // 20, n // 2, n - 1 - n // 20, n - 2, n - 1} - {-1}):
+        assert _py_magnitude_of_rank(values, rank) == magnitudes[rank], rank
+
+
+def test_magnitude_of_rank_survives_a_sample_that_misleads():
+    # Every sampled position holds the largest magnitude: both cuts fall on
+    # it, above the middle rank, and the selection runs over all of them.
+    n = 4096
+    values = np.ones(n, dtype=np.float32)
+    values[np.arange(256) * n // 256] = 100.0
+    for rank, magnitude in [(50, 1.0), (n // 2, 1.0), (n - 300, 1.0), (n - 10, 100.0)]:
+        assert _py_magnitude_of_rank(values, rank) == magnitude, rank
+    with pytest.raises(ValueError):
+        _py_magnitude_of_rank(values, n)
 
 
 def test_train_node_zero_epochs_keeps_initial_biases(rng):
