@@ -14,7 +14,7 @@ order; the others listed from the end), every example active again once that
 set converges or after ``max(1, max_epochs // 2)`` passes, a stop once a
 pass's projected gradients span at most the tolerance and every example is
 active, and weights of magnitude below the threshold dropped after rounding
-to float32.
+to float32. Sums run in the kernel's order, so that the two agree to the bit.
 """
 
 from __future__ import annotations
@@ -23,6 +23,21 @@ import numpy as np
 from ldsm_reference import MASK64, Xoshiro
 
 GOLDEN_GAMMA = 0x9E3779B97F4A7C15
+
+
+def row_entries(X, row):
+    """The stored feature ids and float64 values of `row`, in stored order."""
+    span = slice(X.indptr[row], X.indptr[row + 1])
+    return X.indices[span], X.data[span].astype(np.float64)
+
+
+def in_order_sum(terms) -> float:
+    """Sum from the first term to the last, one addition after the other (the
+    kernel's order)."""
+    total = 0.0
+    for term in terms:
+        total += term
+    return total
 
 
 def shuffle(rng: Xoshiro, values: list) -> None:
@@ -35,7 +50,6 @@ def shuffle(rng: Xoshiro, values: list) -> None:
 def train_label(X, rows, targets, *, C, max_epochs, tolerance, first_negatives, seed,
                 label):
     """Return (dense float64 weights, bias) of one label's classifier."""
-    X = X.toarray().astype(np.float64)
     diagonal = 0.5 / C
     w = np.zeros(X.shape[1])
     bias = 0.0
@@ -57,8 +71,9 @@ def train_label(X, rows, targets, *, C, max_epochs, tolerance, first_negatives, 
         position = 0
         while position < active:
             i = order[position]
-            x, y = X[rows[i]], float(targets[i])
-            gradient = y * (bias + x @ w) - 1.0 + diagonal * alpha[i]
+            features, values, y = *row_entries(X, rows[i]), float(targets[i])
+            gradient = y * (bias + in_order_sum(w[features] * values)) - 1.0 \
+                + diagonal * alpha[i]
             if alpha[i] == 0.0:
                 if gradient > largest_old:
                     active -= 1
@@ -72,9 +87,10 @@ def train_label(X, rows, targets, *, C, max_epochs, tolerance, first_negatives, 
             if abs(projected) <= 1e-12:
                 continue
             old = alpha[i]
-            alpha[i] = max(old - gradient / (x @ x + 1.0 + diagonal), 0.0)
+            squared_norm = in_order_sum(values * values) + 1.0
+            alpha[i] = max(old - gradient / (squared_norm + diagonal), 0.0)
             step = (alpha[i] - old) * y
-            w += step * x
+            w[features] += step * values
             bias += step
         converged = largest - smallest <= tolerance
         if converged and active == n:
