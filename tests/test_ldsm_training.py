@@ -197,8 +197,8 @@ def test_weight_cap_keeps_the_smaller_ids_of_equal_magnitudes(rng):
 
 @pytest.mark.parametrize("cap", [3, 200, 1500, 2390])
 def test_weight_cap_over_many_features_cuts_as_the_reference(rng, cap):
-    # Regressors of ~2,400 weights, in twins of equal magnitude: the caps
-    # near either end select through a sample's cut, the middle one without.
+    # Regressors of ~2,400 weights, in twins of equal magnitude, so that the
+    # selection runs through a sample's cuts, at central ranks and at the ends.
     dense = rng.uniform(-2.0, 3.0, (40, 1200)) * (rng.random((40, 1200)) < 0.5)
     X = make_csr(np.hstack([dense, dense]))
     Y = make_csr(rng.random((40, 6)) < 0.3)
