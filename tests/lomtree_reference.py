@@ -22,11 +22,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
-
-def f32(value):
-    """`value` as the kernels store their optimiser state: rounded to float32."""
-    return float(np.float32(value))
+from ldsm_reference import f32
 
 
 def _sigmoid(z):

@@ -469,8 +469,8 @@ cdef float32_t magnitude_of_rank(const float32_t* values, index_t n, index_t ran
     """Return the magnitude of ascending rank `rank` (0-based) among those of
     ``values[0 .. n - 1]``, using `scratch` as working memory.
 
-    The weight budget usually keeps a third to two thirds of a large node's
-    weights, where a selection over all n magnitudes is slow. Two cuts from
+    The weight budget's cut usually falls far from either end of a large
+    node's weights, where a selection over all n magnitudes is slow. Two cuts from
     an evenly spaced sample bracket the rank, each two standard deviations
     of the sample's estimate (and two places) away: one branch-free pass
     keeps the magnitudes between them and counts those below, and the
