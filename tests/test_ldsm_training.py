@@ -17,9 +17,9 @@ from test_tree import regressor_lengths
 from xmltree import LdSM
 from xmltree._kernels._optim import _py_nag_step, _py_sgd_step
 from xmltree._kernels._random import _py_draw
-from xmltree.ldsm._builder import OWN_MAPPING_BYTES, _py_train_node, build_tree
+from xmltree.ldsm._builder import _py_train_node, build_tree
 from xmltree.ldsm._node_trainer import _py_magnitude_of_rank
-from xmltree.ldsm._tree_arrays import MAX_ARITY
+from xmltree.ldsm._tree_arrays import MAX_ARITY, OWN_MAPPING_BYTES, concatenate_trees, mapped_empty
 
 NODE_SETTINGS = dict(epochs=3, lambda1=2.0, lambda2=1.0, learning_rate=0.3)
 TREE_SETTINGS = dict(arity=2, max_nodes=41, epochs=3, lambda1=2.0, lambda2=1.0,
@@ -496,6 +496,35 @@ def test_large_arrays_of_a_grown_tree_are_mappings_of_their_own(rng):
     for name, array in tree.items():
         assert own_mapping(array) == (name in large and "indptr" not in name), name
         assert array.flags.writeable and array.flags.c_contiguous
+
+
+def test_forest_joins_the_trees_into_mappings_of_its_own(rng):
+    # Its pages can then be those the released trees give back.
+    X, Y = random_problem(rng, n_samples=1500, n_features=100, n_labels=10, clusters=5)
+    trees = [build_tree(X, Y, **dict(TREE_SETTINGS, max_nodes=401, seed=seed))
+             for seed in (3, 4)]
+    expected = {name: np.concatenate([tree[name] for tree in trees])
+                for name in ("weight_indices", "weight_values", "leaf_labels")}
+    forest = concatenate_trees(trees, TREE_SETTINGS["arity"], release=True)
+    for name, joined in expected.items():
+        assert np.array_equal(forest[name], joined), name
+        assert own_mapping(forest[name]) == (joined.nbytes >= OWN_MAPPING_BYTES), name
+        assert name not in trees[0] and name not in trees[1]
+    assert own_mapping(forest["weight_values"])
+
+
+@pytest.mark.parametrize("shape, dtype", [
+    ((3,), np.int32),
+    ((OWN_MAPPING_BYTES // 8, 2), np.float32),
+    ((OWN_MAPPING_BYTES // 4 - 1,), np.int32),
+    ((0,), np.int64),
+])
+def test_mapped_empty_maps_large_arrays_only(shape, dtype):
+    array = mapped_empty(shape, dtype)
+    assert array.shape == shape and array.dtype == dtype and array.flags.c_contiguous
+    assert own_mapping(array) == (array.nbytes >= OWN_MAPPING_BYTES)
+    array[...] = 1
+    assert np.all(array == 1)
 
 
 @pytest.mark.parametrize("cap", [dict(max_weights=6), dict(weights_per_row=0.1)])

@@ -17,11 +17,10 @@ Random draws of one tree, in order: the permutation of the training rows,
 then for every expanded node its M initial biases and its tie breaks.
 """
 
-import mmap
-
 import numpy as np
 
 from .._fit_progress import check_counters
+from ._tree_arrays import mapped_empty
 
 cimport numpy as cnp
 from libc.stdint cimport int64_t
@@ -350,29 +349,10 @@ ctypedef fused stored_t:
     float32_t
 
 
-#: Bytes from which an array of a grown tree gets a memory mapping of its own.
-OWN_MAPPING_BYTES = 1 << 16
-
-
-cdef object _new_array(offset_t size, dtype):
-    """An uninitialised array for a grown tree: a mapping of its own if it is large.
-
-    Trees grow in joblib's worker threads, whose allocations glibc serves from
-    per-thread arenas, and ``fit`` frees a tree's arrays as soon as the
-    forest has copied them: memory freed in an arena mostly stays with the
-    process, and adds to the peak of the fit, while a mapping goes back to
-    the system as soon as its array is freed.
-    """
-    dtype = np.dtype(dtype)
-    if size * dtype.itemsize < OWN_MAPPING_BYTES:
-        return np.empty(size, dtype=dtype)
-    return np.frombuffer(mmap.mmap(-1, size * dtype.itemsize), dtype=dtype)
-
-
 cdef object _copy_buffer(const stored_t* buffer, offset_t size, dtype):
     """Copy ``size`` entries of a C++ buffer into a new array of the matching dtype."""
     cdef offset_t i
-    array = _new_array(size, dtype)
+    array = mapped_empty(size, dtype)
     if size == 0:
         return array
     cdef stored_t[::1] out = array
@@ -402,7 +382,7 @@ cdef object _gather_spans(const stored_t* buffer, const vector[offset_t]& begin,
     cdef offset_t row, p, position = 0, total = 0
     for row in range(<offset_t>begin.size()):
         total += end[row] - begin[row]
-    array = _new_array(total * width, dtype)
+    array = mapped_empty(total * width, dtype)
     if total == 0:
         return array
     cdef stored_t[::1] out = array

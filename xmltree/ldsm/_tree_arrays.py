@@ -14,6 +14,8 @@ estimator (:data:`ROUTING_THRESHOLDS`, :data:`MAX_ARITY`, :data:`LEAF_SCORES`,
 
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -22,7 +24,8 @@ from ..exceptions import DataFormatError, ModelFormatError
 
 __all__ = ["TREE_ARRAYS", "ROUTING_THRESHOLDS", "MAX_ARITY", "LEAF_SCORES", "LEAF_AGGREGATIONS",
            "MIN_DIRECT_IDS", "DIRECT_IDS_PER_WEIGHT", "FeatureIds", "routing_threshold",
-           "check_tree", "weights_by_node", "concatenate_trees", "feature_slots"]
+           "check_tree", "weights_by_node", "concatenate_trees", "feature_slots",
+           "OWN_MAPPING_BYTES", "mapped_empty"]
 
 #: Routing threshold on the raw regressor score for each routing mode: the
 #: authors' 0.5 on the margin, or sigmoid(z) >= 0.5, i.e. z >= 0.
@@ -282,6 +285,10 @@ def weights_by_node(indptr, indices, values, arity):
 # Concatenation of several trees into one forest
 # --------------------------------------------------------------------------
 
+#: Bytes from which ``mapped_empty`` gives an array a memory mapping of its own.
+OWN_MAPPING_BYTES = 1 << 16
+
+
 def concatenate_trees(trees: list[dict], arity: int, release: bool = False) -> dict:
     """Join flat trees into the arrays of one forest, node ids made global.
 
@@ -450,13 +457,36 @@ def _join(trees: list[dict], name: str, release: bool) -> np.ndarray:
     of twice while a single ``np.concatenate`` runs.
     """
     sizes = [tree[name].shape[0] for tree in trees]
-    joined = np.empty((sum(sizes),) + trees[0][name].shape[1:],
-                      dtype=np.result_type(*[tree[name] for tree in trees]))
+    joined = mapped_empty((sum(sizes),) + trees[0][name].shape[1:],
+                          np.result_type(*[tree[name] for tree in trees]))
     start = 0
     for tree, size in zip(trees, sizes):
         joined[start:start + size] = tree.pop(name) if release else tree[name]
         start += size
     return joined
+
+
+def mapped_empty(shape: tuple, dtype) -> np.ndarray:
+    """An uninitialised C-ordered array, in an anonymous memory mapping of its
+    own if it takes ``OWN_MAPPING_BYTES`` or more.
+
+    For the large arrays of a fit that are written once, right after they
+    are made: a grown tree's and the forest's. Trees grow in joblib's worker
+    threads, whose allocations glibc serves from per-thread arenas, and
+    memory freed in an arena mostly stays with the process, adding to the
+    peak of the fit; a mapping goes back to the system as soon as its array
+    is freed. And numpy asks for transparent huge pages, each taken fresh
+    and cleared when first touched (compacted first, under the kernel's
+    usual ``defrag`` setting), while a mapping's ordinary pages can be those
+    the process has just given back: the forest's arrays fill as the trees'
+    are released ("The forest's copy of the trees" in the benchmarks' lab
+    notebook).
+    """
+    dtype = np.dtype(dtype)
+    n_bytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if n_bytes < OWN_MAPPING_BYTES:
+        return np.empty(shape, dtype=dtype)
+    return np.frombuffer(mmap.mmap(-1, n_bytes), dtype=dtype).reshape(shape)
 
 
 def _concatenate_indptr(indptrs: list[np.ndarray]) -> np.ndarray:
