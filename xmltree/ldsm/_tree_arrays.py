@@ -285,10 +285,6 @@ def weights_by_node(indptr, indices, values, arity):
 # Concatenation of several trees into one forest
 # --------------------------------------------------------------------------
 
-#: Bytes from which ``mapped_empty`` gives an array a memory mapping of its own.
-OWN_MAPPING_BYTES = 1 << 16
-
-
 def concatenate_trees(trees: list[dict], arity: int, release: bool = False) -> dict:
     """Join flat trees into the arrays of one forest, node ids made global.
 
@@ -466,7 +462,11 @@ def _join(trees: list[dict], name: str, release: bool) -> np.ndarray:
     return joined
 
 
-def mapped_empty(shape: tuple, dtype) -> np.ndarray:
+#: Bytes from which ``mapped_empty`` gives an array a memory mapping of its own.
+OWN_MAPPING_BYTES = 1 << 16
+
+
+def mapped_empty(shape: int | tuple[int, ...], dtype) -> np.ndarray:
     """An uninitialised C-ordered array, in an anonymous memory mapping of its
     own if it takes ``OWN_MAPPING_BYTES`` or more.
 
@@ -481,6 +481,18 @@ def mapped_empty(shape: tuple, dtype) -> np.ndarray:
     the process has just given back: the forest's arrays fill as the trees'
     are released ("The forest's copy of the trees" in the benchmarks' lab
     notebook).
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The array's shape.
+    dtype : numpy.dtype or type
+        Its element type.
+
+    Returns
+    -------
+    numpy.ndarray
+        A writeable, C-contiguous array whose entries are not set.
     """
     dtype = np.dtype(dtype)
     n_bytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
