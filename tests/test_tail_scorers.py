@@ -224,7 +224,9 @@ def test_logistic_coef_match_newton_reference_and_zero_the_gradient(rng):
         assert scorer.coef_.dtype == np.float32 and scorer.coef_.shape == W.shape
         coef = scorer.coef_.astype(np.float64)
         gradient = logistic_gradient(A, Y, coef, penalty)[:, fitted]
-        assert np.abs(gradient).max() <= max(10 * tol, 1e-5) * scale
+        # Below about 1e-4 of the scale, the float32 products' rounding moves
+        # the loss more than a step does: SciPy 1.17's line search stops there.
+        assert np.abs(gradient).max() <= max(10 * tol, 1e-4) * scale
         np.testing.assert_allclose(coef, W, rtol=rtol, atol=rtol * np.abs(W).max())
     # Degenerate labels: exactly the documented weights.
     for label in (1, Y.shape[1] - 1):

@@ -13,8 +13,9 @@
 # on the examples, so the regressors of a group share them: they hold what M
 # separate regressors stepped on the same examples would hold, computed once.
 #
-# The state of a group is dense over the feature space, so that a step costs
-# O(nnz(x)); whoever owns it resets only the entries it touched. Each feature
+# The state of a group is dense over the feature ids its examples use, so that
+# a step costs O(nnz(x)); whoever owns it resets only the entries it touched (an
+# LdSM node numbers its own features from 0, so that those lie together). Each feature
 # has one block of 1 + 2M float32 (`state_t`), so that a step reads and writes
 # one or two cache lines per feature for the whole group (separate arrays per
 # quantity and per regressor took 3M):
@@ -113,8 +114,7 @@ cdef void regressor_step(OptimizerKind optimizer, RegressorGroup* group,
                          const float64_t* targets, float64_t learning_rate,
                          float64_t* scores) noexcept nogil
 
-cdef void reset_group(RegressorGroup* group, const index_t* features,
-                      index_t n_features_touched) noexcept nogil
+cdef void reset_group(RegressorGroup* group, index_t n_blocks) noexcept nogil
 
 cdef float64_t sgd_margin_step(RegressorGroup* group, const index_t* indices,
                                const float32_t* values, index_t nnz, float64_t sign,

@@ -30,8 +30,9 @@ weights as they are stored (float32, see ``_optim.pxd``).
 import numpy as np
 
 from libc.math cimport exp, fabs, fmax, fmin, sqrt
+from libc.string cimport memset
 
-from ._types cimport float32_t, float64_t, index_t
+from ._types cimport float32_t, float64_t, index_t, offset_t
 
 cdef extern from *:
     """
@@ -348,16 +349,10 @@ cdef float64_t nag_margin_step(RegressorGroup* group, const index_t* indices,
     return z_after
 
 
-cdef void reset_group(RegressorGroup* group, const index_t* features,
-                      index_t n_features_touched) noexcept nogil:
-    """Zero the state blocks of `features` and of the bias, and the normaliser."""
-    cdef state_t* block
-    cdef index_t k, i
-    for k in range(n_features_touched + 1):
-        block = feature_block(group, features[k] if k < n_features_touched
-                              else group.bias_index)
-        for i in range(group.block_size):
-            block[i] = 0.0
+cdef void reset_group(RegressorGroup* group, index_t n_blocks) noexcept nogil:
+    """Zero the first `n_blocks` state blocks and the bias's, and the normaliser."""
+    memset(group.state, 0, <offset_t>n_blocks * group.block_size * sizeof(state_t))
+    memset(feature_block(group, group.bias_index), 0, group.block_size * sizeof(state_t))
     group.norm = 0.0
     group.n_updates = 0
 

@@ -147,7 +147,7 @@ cdef class TreeBuilder:
         for m in range(self.arity):
             self.child_rows[m].clear()
         for i in range(n_rows):
-            self.trainer.route_example(self.current_rows[i], self.scores.data(), self.goes.data())
+            self.trainer.route_example(i, self.scores.data(), self.goes.data())
             for m in range(self.arity):
                 if self.goes[m]:
                     self.child_rows[m].push_back(self.current_rows[i])
@@ -489,7 +489,7 @@ cdef object _dense_weights(NodeTrainer trainer):
     cdef float64_t[:, ::1] out = weights
     for m in range(trainer.settings.arity):
         for j in range(trainer.X.n_cols + 1):
-            out[m, j] = weight_of(&trainer.regressors, m, j)[0]
+            out[m, j] = trainer.weight_of_feature(m, j)
     return weights
 
 

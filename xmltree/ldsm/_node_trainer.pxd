@@ -41,13 +41,19 @@ cdef class NodeTrainer:
     cdef rng_state rng                    # the tree's generator (permutation, init, ties)
     cdef index_t n_rows                   # examples of the node being trained
     cdef vector[state_t] state            # ((n_features + 1) * (1 + 2M),) weights and NAG
-                                          # state of the M regressors (see _optim.pxd)
+                                          # state of the M regressors (see _optim.pxd), a
+                                          # block per local id, the bias's last
     cdef RegressorGroup regressors        # the node's M regressors, over `state`
     cdef vector[float64_t] targets        # (M,) 1 if the example goes to child m, else 0
     cdef vector[float64_t] scores         # (M,) regressor scores after a step
     cdef vector[uint64_t] feature_bits    # (ceil(D / 64),) bit j % 64 of word j // 64 set
                                           # if feature j is in node_features
     cdef vector[index_t] node_features    # sorted features present at the node
+    cdef vector[index_t] local_id         # (D,) position of a feature in node_features,
+                                          # valid for the node's features only
+    cdef vector[offset_t] local_indptr    # (n_samples + 1,) the node's rows, by position,
+    cdef vector[index_t] local_index      # (nnz(X),) over local ids: the state block of
+    cdef vector[float32_t] local_value    # feature node_features[k] is block k
     cdef vector[index_t] label_slot       # (K,) local slot of a label at the node, or -1
     cdef vector[index_t] node_labels      # labels reaching the node, by slot
     cdef vector[int64_t] label_count      # (slots,) l_v[k], label occurrences seen so far
@@ -67,15 +73,19 @@ cdef class NodeTrainer:
 
     cdef int start_node(self, const index_t* rows, index_t n_rows) except -1 nogil
     cdef void sort_node_features(self) noexcept nogil
+    cdef void copy_node_rows(self, const index_t* rows, index_t n_rows) noexcept nogil
     cdef index_t train_node(self, const index_t* rows, index_t n_rows, float64_t* trace,
                             index_t* directions) noexcept nogil
     cdef bint converged(self, float64_t previous, float64_t current) noexcept nogil
-    cdef index_t train_example(self, index_t row, float64_t* chosen_objective) noexcept nogil
+    cdef index_t train_example(self, index_t position, index_t row,
+                                float64_t* chosen_objective) noexcept nogil
     cdef void tabulate_terms(self, index_t n_labels) noexcept nogil
     cdef index_t choose_subset(self, index_t n_labels) noexcept nogil
     cdef void update_statistics(self, index_t m, float64_t pred, index_t n_labels) noexcept nogil
     cdef index_t weight_cap(self) noexcept nogil
     cdef void keep_largest(self, index_t m, index_t cap) noexcept nogil
     cdef void round_weights(self) noexcept nogil
-    cdef void route_example(self, index_t row, float64_t* scores, uint8_t* goes) noexcept nogil
+    cdef void route_example(self, index_t position, float64_t* scores,
+                            uint8_t* goes) noexcept nogil
+    cdef float64_t weight_of_feature(self, index_t m, index_t feature) noexcept nogil
     cdef void finish_node(self) noexcept nogil

@@ -162,6 +162,11 @@ cdef class NodeTrainer:
         self.targets.assign(arity, 0.0)
         self.scores.assign(arity, 0.0)
         self.feature_bits.assign((self.X.n_cols + 63) // 64, 0)
+        # A node's rows are distinct, so the root's are the most it copies.
+        self.local_id.assign(self.X.n_cols, 0)
+        self.local_indptr.assign(self.X.n_rows + 1, 0)
+        self.local_index.assign(self.X.indptr[self.X.n_rows], 0)
+        self.local_value.assign(self.X.indptr[self.X.n_rows], 0.0)
         self.label_slot.assign(self.Y.n_cols, -1)
         self.prob.assign(arity, 0.0)
         self.example_slots.assign(max_labels_per_row, 0)
@@ -199,6 +204,7 @@ cdef class NodeTrainer:
                     self.label_slot[label] = self.node_labels.size()
                     self.node_labels.push_back(label)
         self.sort_node_features()
+        self.copy_node_rows(rows, n_rows)
         self.label_count.assign(self.node_labels.size(), 0)
         self.label_prob.assign(self.node_labels.size() * self.settings.arity, 0.0)
         self.total_count = 0
@@ -227,6 +233,27 @@ cdef class NodeTrainer:
                 self.node_features.push_back(w * 64 + lowest_bit(word))
                 word &= word - 1
 
+    cdef void copy_node_rows(self, const index_t* rows, index_t n_rows) noexcept nogil:
+        """Number the node's features by their rank in ``node_features`` and
+        copy its rows, in the order of `rows`, over those local ids.
+
+        The regressors' state is then one block per local id: the blocks a
+        node reads lie together at the start of the state, instead of spread
+        over all D features, and a deep node's fit in the faster caches. The
+        rows keep their entries' order, so every sum runs in the same order
+        as over the global ids.
+        """
+        cdef index_t i, k
+        cdef offset_t p, position = 0
+        for k in range(<index_t>self.node_features.size()):
+            self.local_id[self.node_features[k]] = k
+        for i in range(n_rows):
+            for p in range(self.X.indptr[rows[i]], self.X.indptr[rows[i] + 1]):
+                self.local_index[position] = self.local_id[self.X.indices[p]]
+                self.local_value[position] = self.X.values[p]
+                position += 1
+            self.local_indptr[i + 1] = position
+
     cdef index_t train_node(self, const index_t* rows, index_t n_rows, float64_t* trace,
                             index_t* directions) noexcept nogil:
         """Run the passes of TrainRegressors (Algorithm 4) over ``rows``; return their number.
@@ -244,7 +271,7 @@ cdef class NodeTrainer:
             objective_sum = 0.0
             n_trained = 0
             for i in range(n_rows):
-                chosen = self.train_example(rows[i], &chosen_objective)
+                chosen = self.train_example(i, rows[i], &chosen_objective)
                 if directions != NULL:
                     directions[<offset_t>e * n_rows + i] = chosen
                 if chosen > 0:
@@ -261,12 +288,14 @@ cdef class NodeTrainer:
         return (self.settings.epoch_tolerance > 0.0
                 and fabs(current - previous) <= self.settings.epoch_tolerance * fabs(previous))
 
-    cdef index_t train_example(self, index_t row, float64_t* chosen_objective) noexcept nogil:
-        """Process one example; return the chosen subset (0 if it has no labels)."""
+    cdef index_t train_example(self, index_t position, index_t row,
+                               float64_t* chosen_objective) noexcept nogil:
+        """Process the node's example at `position`, training row `row`; return
+        the chosen subset (0 if it has no labels)."""
         cdef offset_t label_start = self.Y.indptr[row]
         cdef index_t n_labels = <index_t>(self.Y.indptr[row + 1] - label_start)
-        cdef offset_t x_start = self.X.indptr[row]
-        cdef index_t nnz = <index_t>(self.X.indptr[row + 1] - x_start)
+        cdef offset_t x_start = self.local_indptr[position]
+        cdef index_t nnz = <index_t>(self.local_indptr[position + 1] - x_start)
         cdef index_t k, m, slot, chosen
         cdef float64_t pred
         if n_labels == 0:
@@ -280,8 +309,8 @@ cdef class NodeTrainer:
         chosen_objective[0] = self.objective[chosen]
         for m in range(self.settings.arity):
             self.targets[m] = <float64_t>((chosen >> m) & 1)
-        regressor_step(self.settings.optimizer, &self.regressors, self.X.indices + x_start,
-                       self.X.values + x_start, nnz, self.targets.data(),
+        regressor_step(self.settings.optimizer, &self.regressors,
+                       self.local_index.data() + x_start, self.local_value.data() + x_start, nnz, self.targets.data(),
                        self.settings.learning_rate, self.scores.data())
         for m in range(self.settings.arity):
             pred = (sigmoid(self.scores[m]) if self.settings.sigmoid_routing
@@ -415,7 +444,7 @@ cdef class NodeTrainer:
                 values[0][n_kept] = values[0][k]
                 n_kept += 1
             else:
-                weight_of(&self.regressors, m, features[0][k])[0] = 0.0
+                weight_of(&self.regressors, m, self.local_id[features[0][k]])[0] = 0.0
         features.resize(n_kept)
         values.resize(n_kept)
 
@@ -431,7 +460,7 @@ cdef class NodeTrainer:
         for k in range(<index_t>self.node_features.size()):
             j = self.node_features[k]
             for m in range(self.settings.arity):
-                weight = weight_of(&self.regressors, m, j)
+                weight = weight_of(&self.regressors, m, k)
                 stored = <float32_t>weight[0]
                 if fabs(stored) >= self.settings.weight_threshold and stored != 0.0:
                     weight[0] = stored
@@ -444,20 +473,31 @@ cdef class NodeTrainer:
             weight = weight_of(&self.regressors, m, self.X.n_cols)
             weight[0] = <float32_t>weight[0]
 
-    cdef void route_example(self, index_t row, float64_t* scores, uint8_t* goes) noexcept nogil:
-        """CreateChildren (Algorithm 5) for one example: fill ``goes[m]`` in {0, 1}."""
-        cdef offset_t start = self.X.indptr[row]
-        cdef index_t nnz = <index_t>(self.X.indptr[row + 1] - start)
+    cdef void route_example(self, index_t position, float64_t* scores,
+                            uint8_t* goes) noexcept nogil:
+        """CreateChildren (Algorithm 5) for the node's example at `position`: fill
+        ``goes[m]`` in {0, 1}."""
+        cdef offset_t start = self.local_indptr[position]
+        cdef index_t nnz = <index_t>(self.local_indptr[position + 1] - start)
         cdef index_t m
         for m in range(self.settings.arity):
-            scores[m] = score(&self.regressors, m, self.X.indices + start,
-                              self.X.values + start, nnz)
+            scores[m] = score(&self.regressors, m, self.local_index.data() + start,
+                              self.local_value.data() + start, nnz)
         route(scores, self.settings.arity, self.settings.threshold, goes)
+
+    cdef float64_t weight_of_feature(self, index_t m, index_t feature) noexcept nogil:
+        """The weight of regressor m for `feature` (a global id; ``X.n_cols``:
+        the bias), 0 for a feature the node's rows do not have."""
+        if feature == self.X.n_cols:
+            return weight_of(&self.regressors, m, feature)[0]
+        if not self.feature_bits[feature // 64] & ((<uint64_t>1) << (feature % 64)):
+            return 0.0
+        return weight_of(&self.regressors, m, self.local_id[feature])[0]
 
     cdef void finish_node(self) noexcept nogil:
         """Reset every scratch entry the node touched, ready for the next node."""
         cdef index_t k
-        reset_group(&self.regressors, self.node_features.data(), self.node_features.size())
+        reset_group(&self.regressors, self.node_features.size())
         for k in range(<index_t>self.node_features.size()):
             self.feature_bits[self.node_features[k] // 64] = 0
         for k in range(<index_t>self.node_labels.size()):
