@@ -237,6 +237,15 @@ def test_train_node_zero_epochs_keeps_initial_biases(rng):
     assert np.all(np.abs(got["bias"]) <= 0.01) and np.any(got["bias"] != 0)
 
 
+@pytest.mark.parametrize("rows", [[0, 3, 3], [0, -1], [0, 10**6], [[0, 1]]])
+def test_train_node_refuses_rows_a_node_cannot_hold(rng, rows):
+    # A node's rows are distinct row ids: its trainer copies them into room for X once.
+    X, Y = random_problem(rng)
+    with pytest.raises(ValueError, match="distinct row ids"):
+        _py_train_node(X, Y, np.array(rows), **NODE_SETTINGS, arity=2, optimizer="nag",
+                       routing="margin", seed=1)
+
+
 def test_train_node_stops_at_convergence_as_the_reference(rng):
     X, Y = random_problem(rng)
     rows = rng.permutation(X.shape[0])[:25]

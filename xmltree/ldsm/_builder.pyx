@@ -514,8 +514,10 @@ def _py_train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, le
         learning_rate=learning_rate, routing=routing, weight_threshold=0.0, seed=seed,
         max_weights=max_weights, epoch_tolerance=epoch_tolerance)
     rows = np.ascontiguousarray(rows, dtype=np.int32)
-    if rows.ndim != 1 or (rows.size and (rows.min() < 0 or rows.max() >= X.shape[0])):
-        raise ValueError(f"rows must be a 1-D array of row ids in [0, {X.shape[0]})")
+    # Distinct, as a node's rows are: the trainer's copy of them holds X once.
+    if (rows.ndim != 1 or np.unique(rows).size != rows.size
+            or (rows.size and (rows.min() < 0 or rows.max() >= X.shape[0]))):
+        raise ValueError(f"rows must be a 1-D array of distinct row ids in [0, {X.shape[0]})")
     directions = np.zeros((epochs, rows.size), dtype=np.int32)
     trace = np.zeros(max(epochs, 1), dtype=np.float64)
     cdef const index_t* row_ptr = <const index_t*>cnp.PyArray_DATA(rows)

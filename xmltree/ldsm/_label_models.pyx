@@ -450,7 +450,8 @@ cdef void _store_weights(SolverScratch* s, index_t n_local, float32_t threshold,
     count[0] = 0
     if reserve_pairs(buffer, n_local):
         for k in range(n_local):
-            if <float32_t>s.weights[k] != 0 and fabs(<float32_t>s.weights[k]) >= threshold:
+            value = <float32_t>s.weights[k]
+            if value != 0 and fabs(value) >= threshold:
                 buffer.indices[buffer.size] = s.feature[k]
                 buffer.size += 1
         count[0] = buffer.size - start[0]
