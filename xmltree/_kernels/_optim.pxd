@@ -15,10 +15,10 @@
 #
 # The state of a group is dense over the feature ids its examples use, so that
 # a step costs O(nnz(x)); whoever owns it resets only the entries it touched (an
-# LdSM node numbers its own features from 0, so that those lie together). Each feature
-# has one block of 1 + 2M float32 (`state_t`), so that a step reads and writes
-# one or two cache lines per feature for the whole group (separate arrays per
-# quantity and per regressor took 3M):
+# LdSM node numbers its own features from 0, so that those lie together). Each
+# feature has one block of 1 + 2M float32 (`state_t`), so that a step reads and
+# writes one or two cache lines per feature for the whole group (separate arrays
+# per quantity and per regressor took 3M):
 #
 #     block_j = [s_j, w_j^0 .. w_j^(M-1), G_j^0 .. G_j^(M-1)]
 #

@@ -172,7 +172,8 @@ def train_label_models(X, label_indptr, label_examples, label_targets, *, double
     out.bias = <float32_t*>cnp.PyArray_DATA(bias)
     out.done = NULL if progress is None else <int64_t*>cnp.PyArray_DATA(progress)
     cdef index_t largest = int(np.max(np.diff(label_indptr), initial=0))
-    cdef offset_t largest_entries = _largest_label_entries(&rows, label_indptr, label_examples)
+    cdef offset_t largest_entries = _largest_label_entries(&rows, label_indptr, label_examples,
+                                                           n_threads)
     cdef SolverScratch* scratches = _allocate_scratch(n_threads, rows.n_cols, largest,
                                                       largest_entries)
     out.buffers = NULL
@@ -217,17 +218,27 @@ def _check_problem(X, label_indptr, label_examples, label_targets, C, max_epochs
 
 
 cdef offset_t _largest_label_entries(const CSRView* X, const offset_t[::1] label_indptr,
-                                     const index_t[::1] label_examples):
+                                     const index_t[::1] label_examples, int n_threads):
     """The most non-zeros the examples of one label hold together."""
-    cdef offset_t p, entries, largest = 0
-    cdef index_t label
+    cdef index_t label, n_labels = label_indptr.shape[0] - 1
+    entries = np.zeros(n_labels, dtype=np.int64)
+    cdef offset_t[::1] out = entries
+    # Empty arrays have no element 0: NULL, never read (every label is then empty).
+    cdef const index_t* examples = &label_examples[0] if label_examples.shape[0] else NULL
     with nogil:
-        for label in range(label_indptr.shape[0] - 1):
-            entries = 0
-            for p in range(label_indptr[label], label_indptr[label + 1]):
-                entries += row_nnz(X, label_examples[p])
-            largest = max(largest, entries)
-    return largest
+        for label in prange(n_labels, num_threads=n_threads, schedule="static"):
+            out[label] = _label_entries(X, examples, label_indptr[label],
+                                        label_indptr[label + 1])
+    return int(entries.max(initial=0))
+
+
+cdef inline offset_t _label_entries(const CSRView* X, const index_t* examples, offset_t first,
+                                    offset_t end) noexcept nogil:
+    """Non-zeros of the rows ``examples[first:end]``."""
+    cdef offset_t p, entries = 0
+    for p in range(first, end):
+        entries += row_nnz(X, examples[p])
+    return entries
 
 
 def _squared_norms(X):

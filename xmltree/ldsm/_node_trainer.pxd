@@ -49,11 +49,12 @@ cdef class NodeTrainer:
     cdef vector[uint64_t] feature_bits    # (ceil(D / 64),) bit j % 64 of word j // 64 set
                                           # if feature j is in node_features
     cdef vector[index_t] node_features    # sorted features present at the node
-    cdef vector[index_t] local_id         # (D,) position of a feature in node_features,
-                                          # valid for the node's features only
-    cdef vector[offset_t] local_indptr    # (n_samples + 1,) the node's rows, by position,
-    cdef vector[index_t] local_index      # (nnz(X),) over local ids: the state block of
-    cdef vector[float32_t] local_value    # feature node_features[k] is block k
+    cdef vector[index_t] local_id         # (D,) local id of a feature: its position in
+                                          # node_features (valid for those only); the state
+                                          # block of node_features[k] is block k
+    cdef vector[offset_t] local_indptr    # (n_samples + 1,) the node's rows in the order
+    cdef vector[index_t] local_index      # (nnz(X),) given to start_node, as CSR over
+    cdef vector[float32_t] local_value    # (nnz(X),) local ids
     cdef vector[index_t] label_slot       # (K,) local slot of a label at the node, or -1
     cdef vector[index_t] node_labels      # labels reaching the node, by slot
     cdef vector[int64_t] label_count      # (slots,) l_v[k], label occurrences seen so far

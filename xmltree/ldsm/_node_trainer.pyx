@@ -310,8 +310,9 @@ cdef class NodeTrainer:
         for m in range(self.settings.arity):
             self.targets[m] = <float64_t>((chosen >> m) & 1)
         regressor_step(self.settings.optimizer, &self.regressors,
-                       self.local_index.data() + x_start, self.local_value.data() + x_start, nnz, self.targets.data(),
-                       self.settings.learning_rate, self.scores.data())
+                       self.local_index.data() + x_start, self.local_value.data() + x_start,
+                       nnz, self.targets.data(), self.settings.learning_rate,
+                       self.scores.data())
         for m in range(self.settings.arity):
             pred = (sigmoid(self.scores[m]) if self.settings.sigmoid_routing
                     else clamp_unit(self.scores[m]))
