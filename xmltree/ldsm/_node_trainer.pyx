@@ -274,20 +274,21 @@ cdef class NodeTrainer:
         every (pass, example) trained to ``directions[e * n_rows + i]`` (0 for
         an example without labels).
         """
-        cdef index_t e, i, step, chosen, n_trained
+        cdef index_t e, step, chosen, n_trained
         cdef index_t n_steps = min(n_rows, self.settings.pass_rows)
+        cdef index_t i = 0  # position of the next example, carried from pass to pass
         cdef float64_t chosen_objective, objective_sum
         for e in range(self.settings.epochs):
             objective_sum = 0.0
             n_trained = 0
             for step in range(n_steps):
-                i = <index_t>((<offset_t>e * n_steps + step) % n_rows)
                 chosen = self.train_example(i, rows[i], &chosen_objective)
                 if directions != NULL:
                     directions[<offset_t>e * n_rows + i] = chosen
                 if chosen > 0:
                     objective_sum += chosen_objective
                     n_trained += 1
+                i = i + 1 if i + 1 < n_rows else 0
             trace[e] = objective_sum / n_trained if n_trained else 0.0
             if e + 1 >= MIN_PASSES and self.converged(trace[e - 1], trace[e]):
                 return e + 1
