@@ -175,12 +175,9 @@ def store_weights(weights, cap):
 
 
 def train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, learning_rate,
-               routing, seed, epoch_tolerance=0.0, pass_rows=None):
+               routing, seed, epoch_tolerance=0.0):
     """Algorithm 4 on the examples ``rows``; returns what ``_py_train_node`` returns
     (but ``stored_weights``: see :func:`store_weights`).
-
-    With ``pass_rows``, pass e visits the positions ``e * S + t`` modulo
-    ``len(rows)``, t < S, for ``S = min(len(rows), pass_rows)``.
 
     With ``epoch_tolerance`` > 0 the passes end after the first one, from
     pass ``MIN_PASSES`` on, whose mean chosen objective is within
@@ -198,12 +195,9 @@ def train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, learni
     state = {"prob": [0.0] * arity, "label_prob": {}, "label_count": {}, "total_count": 0}
     directions = np.zeros((epochs, len(rows)), dtype=np.int32)
     trace = np.zeros(epochs)
-    n_steps = len(rows) if pass_rows is None else min(len(rows), pass_rows)
     for epoch in range(epochs):
         chosen_values = []
-        for step in range(n_steps):
-            i = (epoch * n_steps + step) % len(rows)
-            row = rows[i]
+        for i, row in enumerate(rows):
             labels = [int(k) for k in Y.indices[Y.indptr[row]:Y.indptr[row + 1]]]
             if not labels:
                 continue

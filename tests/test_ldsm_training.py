@@ -163,38 +163,6 @@ def test_train_node_matches_reference(rng, arity, optimizer, routing):
     assert len(np.unique(got["directions"])) >= 2
 
 
-@pytest.mark.parametrize("pass_rows", [1, 7, 10, 24])
-def test_passes_of_a_few_rows_match_the_reference(rng, pass_rows):
-    # 25 rows in passes of fewer: each pass starts where the last one
-    # stopped, wrapping around (7: passes over 0-6, 7-13, 14-20, 21-24 then 0-2).
-    X, Y = random_problem(rng)
-    rows = rng.permutation(X.shape[0])[:25]
-    settings = dict(NODE_SETTINGS, epochs=4, arity=2, optimizer="nag", routing="margin",
-                    seed=3)
-    got = _py_train_node(X, Y, rows, **settings, pass_rows=pass_rows)
-    want = train_node(X, Y, rows, **settings, pass_rows=pass_rows)
-    assert np.array_equal(got["directions"], want["directions"])
-    assert got["total_count"] == want["total_count"]
-    # The node lists the labels of all its examples; those of examples no
-    # pass reached keep zero counts.
-    trained = np.isin(got["labels"], want["labels"])
-    assert np.array_equal(got["labels"][trained], want["labels"])
-    assert np.array_equal(got["label_count"][trained], want["label_count"])
-    assert not got["label_count"][~trained].any() and not got["label_prob"][~trained].any()
-    np.testing.assert_allclose(got["label_prob"][trained], want["label_prob"], rtol=1e-9,
-                               atol=1e-12)
-    for key in ("prob", "weights", "bias", "trace"):
-        np.testing.assert_allclose(got[key], want[key], rtol=1e-9, atol=1e-12, err_msg=key)
-    # A pass trains on pass_rows examples: the others keep direction 0.
-    assert np.all(np.count_nonzero(got["directions"], axis=1) <= pass_rows)
-    whole = _py_train_node(X, Y, rows, **settings)
-    assert not np.array_equal(got["weights"], whole["weights"])
-    # As many rows a pass as the node has, or more: whole passes.
-    for enough in (25, 1000):
-        same = _py_train_node(X, Y, rows, **settings, pass_rows=enough)
-        assert np.array_equal(same["weights"], whole["weights"])
-
-
 @pytest.mark.parametrize("optimizer", ["nag", "sgd"])
 def test_weight_cap_cuts_the_stored_weights_as_the_reference(rng, optimizer):
     X, Y = random_problem(rng)

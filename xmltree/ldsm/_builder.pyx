@@ -396,7 +396,7 @@ cdef object _gather_spans(const stored_t* buffer, const vector[offset_t]& begin,
 def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, learning_rate,
                routing, weight_threshold, seed, max_weights=None, weights_per_row=None,
                node_count=None, leaf_scores="distribution", max_leaf_labels=None,
-               epoch_tolerance=0.0, pass_rows=None):
+               epoch_tolerance=0.0):
     """Grow one LdSM tree and return it as flat arrays.
 
     The inputs are trusted, as every kernel's are: X and Y as
@@ -457,11 +457,6 @@ def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, l
         A node stops before its ``epochs`` passes once the mean objective of
         a pass differs from the previous pass's by at most this fraction of
         it, >= 0; 0: every node takes all ``epochs``.
-    pass_rows : int or None, default=None
-        Examples a pass over a node trains on, at most, >= 1: a node of more
-        takes each pass on the next ones in its (shuffled) order, from where
-        the pass before stopped, wrapping around. Every example of the node
-        is routed to its children all the same. None: whole passes.
 
     Returns
     -------
@@ -479,8 +474,7 @@ def build_tree(X, Y, *, arity, max_nodes, epochs, lambda1, lambda2, optimizer, l
     trainer = NodeTrainer(X, Y, arity=arity, epochs=epochs, lambda1=lambda1, lambda2=lambda2,
                           optimizer=optimizer, learning_rate=learning_rate, routing=routing,
                           weight_threshold=weight_threshold, seed=seed, max_weights=max_weights,
-                          weights_per_row=weights_per_row, epoch_tolerance=epoch_tolerance,
-                          pass_rows=pass_rows)
+                          weights_per_row=weights_per_row, epoch_tolerance=epoch_tolerance)
     cdef TreeBuilder builder = TreeBuilder(trainer, max_nodes, node_count, leaf_scores,
                                            max_leaf_labels)
     with nogil:
@@ -500,15 +494,14 @@ cdef object _dense_weights(NodeTrainer trainer):
 
 
 def _py_train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, learning_rate,
-                   routing, seed, max_weights=None, epoch_tolerance=0.0, pass_rows=None):
+                   routing, seed, max_weights=None, epoch_tolerance=0.0):
     """Train one node on ``rows`` and return its internals (for the tests).
 
     Returns
     -------
     dict
         ``directions`` (int32, (passes, len(rows))): chosen subset bitmask per
-        (pass, example), 0 for examples without labels or not in the pass
-        (see `pass_rows` of :func:`build_tree`); ``trace`` (passes,),
+        (pass, example), 0 for examples without labels; ``trace`` (passes,),
         the mean objective of each of the passes taken (``epochs`` or fewer);
         ``total_count`` (C_v); ``labels``: sorted labels of the node, with
         ``label_count`` (l_v) and ``label_prob`` (P_m^k, (n_labels, arity));
@@ -519,7 +512,7 @@ def _py_train_node(X, Y, rows, *, arity, epochs, lambda1, lambda2, optimizer, le
     cdef NodeTrainer trainer = NodeTrainer(
         X, Y, arity=arity, epochs=epochs, lambda1=lambda1, lambda2=lambda2, optimizer=optimizer,
         learning_rate=learning_rate, routing=routing, weight_threshold=0.0, seed=seed,
-        max_weights=max_weights, epoch_tolerance=epoch_tolerance, pass_rows=pass_rows)
+        max_weights=max_weights, epoch_tolerance=epoch_tolerance)
     rows = np.ascontiguousarray(rows, dtype=np.int32)
     # Distinct, as a node's rows are: the trainer's copy of them holds X once.
     if (rows.ndim != 1 or np.unique(rows).size != rows.size

@@ -72,9 +72,7 @@ class LdSM(TopKEstimator):
         linear leaves, 3 rank long rows as well as 5 or 20 on held-out rows
         of the development sets and train several times faster; short rows
         gain from more passes and each pass costs less (measured in ``benchmarks/README.md``,
-        "Epochs for short rows"). A pass over a node of more than 4096
-        examples trains on 4096 of them, the next ones in the node's shuffled
-        order at each pass (``_training.PASS_ROWS``); all are routed.
+        "Epochs for short rows").
     epoch_tolerance : float or "auto", default="auto"
         A node ends its passes early, once one changes the mean objective of
         the directions it chose by at most this fraction of the previous

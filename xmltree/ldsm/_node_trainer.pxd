@@ -17,8 +17,6 @@ cdef struct NodeSettings:
     # Hyper-parameters of node training, identical for every node of a tree.
     index_t arity                 # M, children per internal node
     index_t epochs                # E, passes over the node's examples, at most
-    index_t pass_rows             # examples a pass trains on, at most: a node with more
-                                  # takes each pass on the ones after the last, cyclically
     float64_t epoch_tolerance     # stop once a pass changes the mean chosen J by at most
                                   # this fraction of the previous pass's; 0: all E passes
     float64_t lambda1             # weight of the class-integrity term of J

@@ -28,10 +28,6 @@ Choices the paper leaves open, fixed here:
   choices themselves never settle (ties and the running statistics keep
   many of them moving), the mean J does: nodes of many examples converge
   in fewer passes than small ones.
-* A pass trains on at most ``pass_rows`` examples: a node of more takes
-  each pass on the next ones in its shuffled order, wrapping around, so
-  that its passes see new examples rather than the same ones again; all of
-  them are routed. The paper's passes are whole.
 * Examples without labels are skipped by training (they carry no signal and
   would divide by C_v = 0) but are still routed.
 * After training, each weight is rounded to float32 and kept when
@@ -127,21 +123,19 @@ cdef class NodeTrainer:
     Y : scipy.sparse.csr_matrix of shape (n_samples, n_labels)
         Binary labels in the same layout.
     arity, epochs, lambda1, lambda2, optimizer, learning_rate, routing,
-    weight_threshold, seed, max_weights, weights_per_row, epoch_tolerance, pass_rows
+    weight_threshold, seed, max_weights, weights_per_row, epoch_tolerance
         As in :func:`build_tree`, which says what they must satisfy.
     """
 
     def __init__(self, X, Y, *, int arity, int epochs, double lambda1, double lambda2,
                  str optimizer, double learning_rate, str routing, double weight_threshold,
-                 seed, max_weights=None, weights_per_row=None, double epoch_tolerance=0.0,
-                 pass_rows=None):
+                 seed, max_weights=None, weights_per_row=None, double epoch_tolerance=0.0):
         self._keep_alive = (X, Y)
         self.X = csr_view(X)
         self.Y = csr_view(Y)
         self.settings.arity = arity
         self.settings.epochs = epochs
         self.settings.epoch_tolerance = epoch_tolerance
-        self.settings.pass_rows = X.shape[0] if pass_rows is None else min(pass_rows, X.shape[0])
         self.settings.lambda1 = lambda1
         self.settings.lambda2 = lambda2
         self.settings.learning_rate = learning_rate
@@ -265,30 +259,24 @@ cdef class NodeTrainer:
         """Run the passes of TrainRegressors (Algorithm 4) over ``rows``; return their number.
 
         At most E passes, fewer once one has converged (``converged``) after
-        ``MIN_PASSES``. A pass trains on ``pass_rows`` examples at most: pass
-        e on positions ``e * S, e * S + 1, ...`` (modulo n_rows) for
-        ``S = min(n_rows, pass_rows)``, so a node of more examples sees new
-        ones at each pass instead of the same ones again.
+        ``MIN_PASSES``.
         Writes the mean objective of the chosen subsets of each pass to
         ``trace[e]`` and, unless ``directions`` is NULL, the chosen subset of
-        every (pass, example) trained to ``directions[e * n_rows + i]`` (0 for
-        an example without labels).
+        every (pass, example) to ``directions[e * n_rows + i]`` (0 for an
+        example without labels).
         """
-        cdef index_t e, step, chosen, n_trained
-        cdef index_t n_steps = min(n_rows, self.settings.pass_rows)
-        cdef index_t i = 0  # position of the next example, carried from pass to pass
+        cdef index_t e, i, chosen, n_trained
         cdef float64_t chosen_objective, objective_sum
         for e in range(self.settings.epochs):
             objective_sum = 0.0
             n_trained = 0
-            for step in range(n_steps):
+            for i in range(n_rows):
                 chosen = self.train_example(i, rows[i], &chosen_objective)
                 if directions != NULL:
                     directions[<offset_t>e * n_rows + i] = chosen
                 if chosen > 0:
                     objective_sum += chosen_objective
                     n_trained += 1
-                i = i + 1 if i + 1 < n_rows else 0
             trace[e] = objective_sum / n_trained if n_trained else 0.0
             if e + 1 >= MIN_PASSES and self.converged(trace[e - 1], trace[e]):
                 return e + 1

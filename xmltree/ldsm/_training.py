@@ -47,14 +47,6 @@ _BUILDER_SETTINGS = ("arity", "max_nodes", "epochs", "epoch_tolerance", "lambda1
                      "optimizer", "learning_rate", "routing", "weight_threshold",
                      "leaf_scores", "max_leaf_labels")
 
-#: Examples a pass over a tree node trains its routers on, at most
-#: (``build_tree``'s ``pass_rows``): a larger node takes each pass on new
-#: ones, where whole passes would repeat the same ones. On held-out rows
-#: this raised the Amazon-670K shape's precision, moved the real sets'
-#: within their noise and shortened the trees' training on large sets
-#: ("Passes of a few thousand rows" in the benchmarks' lab notebook).
-PASS_ROWS = 4096
-
 
 def fit_model(params: dict, X: sp.csr_matrix, Y: sp.csr_matrix) -> tuple[FittedLdSM, dict]:
     """Fit an LdSM ensemble on checked inputs.
@@ -208,7 +200,6 @@ def build_trees(X: sp.csr_matrix, Y: sp.csr_matrix, settings: dict,
     builder = {name: settings[name] for name in _BUILDER_SETTINGS}
     builder["max_weights"] = settings["max_weights_per_regressor"]
     builder["weights_per_row"] = settings["max_weights_per_example"]
-    builder["pass_rows"] = PASS_ROWS
     # The node counters are this process's memory; other backends (processes,
     # a Dask cluster) only report finished trees.
     backend, _ = joblib.parallel.get_active_backend(prefer="threads")
