@@ -214,9 +214,9 @@ def test_hashed_label_classifiers_rescore_as_their_compact_copy(rng):
     assert_same_predictions(small, X, hashed, X_hashed)
 
 
-@pytest.mark.parametrize("max_row_features", [None, 3])
+@pytest.mark.parametrize("route_row_features", [None, 3])
 @pytest.mark.parametrize("rescore", [False, True])
-def test_compact_and_direct_ids_predict_alike(rng, monkeypatch, max_row_features, rescore):
+def test_compact_and_direct_ids_predict_alike(rng, monkeypatch, route_row_features, rescore):
     # The same hashed model, its ids once ranked among the used ones
     # (compact) and once taken as they are: rows with features no weight
     # uses, cut to their strongest features or not, route and score alike.
@@ -230,7 +230,7 @@ def test_compact_and_direct_ids_predict_alike(rng, monkeypatch, max_row_features
 
     def forest():
         built = Forest(respaced_trees(trees, new_ids), arity=3, n_features=n_features,
-                       n_labels=30, routing="sigmoid", max_row_features=max_row_features)
+                       n_labels=30, routing="sigmoid", route_row_features=route_row_features)
         if rescore:
             built.use_label_models(weights, bias, n_candidates=5, histogram_weight=0.5,
                                    margin_scale=4.0)

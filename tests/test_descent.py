@@ -11,9 +11,9 @@ import xmltree.ldsm._auto_settings
 from xmltree.datasets import make_synthetic
 from xmltree.ldsm import LdSM
 from xmltree.ldsm._auto_settings import (
+    FEW_WIDE_BRANCHES,
     HISTOGRAM_WEIGHT,
     LARGE_TREE_NODES,
-    LARGE_TREE_WIDE_BRANCHES,
     MAX_LEAF_LABELS,
     MAX_WIDE_BRANCHES,
     WIDE_DESCENT_HISTOGRAM_WEIGHT,
@@ -92,7 +92,7 @@ def test_descent_threshold_survives_save_and_load(rng, tmp_path):
     ("descent_threshold", "threshold", 0.5),         # descend as trained
     ("max_wide_branches", "max_wide_branches", -1),  # no limit
     ("max_leaf_labels", None, None),                  # (a training setting)
-    ("max_row_features", None, None),                 # (a training setting)
+    ("max_row_features", "route_row_features", 0),   # routed whole
 ])
 def test_files_from_before_an_option_load_as_they_were(rng, tmp_path, name, forest_attribute,
                                                        forest_value):
@@ -105,7 +105,7 @@ def test_files_from_before_an_option_load_as_they_were(rng, tmp_path, name, fore
     rewrite_meta(path, params=params, format_version=3)
     loaded = LdSM.load(path)
     assert getattr(loaded, name) is None
-    assert loaded.max_row_features_ is None and loaded._forest.max_row_features == 0
+    assert loaded.max_row_features_ is None and loaded.route_row_features_ is None
     if forest_attribute is not None:
         assert getattr(loaded._forest, forest_attribute) == forest_value
 
@@ -189,11 +189,12 @@ def test_wide_branches_are_limited_by_default_and_survive_save_and_load(rng, tmp
     assert np.array_equal(loaded.leaves_reached(X), limited.leaves_reached(X))
 
 
-def test_auto_wide_branches_follow_the_largest_tree():
-    assert resolve_max_wide_branches("auto", LARGE_TREE_NODES) == MAX_WIDE_BRANCHES
-    assert resolve_max_wide_branches("auto", LARGE_TREE_NODES + 1) == LARGE_TREE_WIDE_BRANCHES
-    assert resolve_max_wide_branches(5, LARGE_TREE_NODES + 1) == 5
-    assert resolve_max_wide_branches(None, 1) is None
+def test_auto_wide_branches_follow_the_largest_tree_and_the_rows_it_grew_on():
+    assert resolve_max_wide_branches("auto", LARGE_TREE_NODES, None) == MAX_WIDE_BRANCHES
+    assert resolve_max_wide_branches("auto", LARGE_TREE_NODES + 1, None) == FEW_WIDE_BRANCHES
+    assert resolve_max_wide_branches("auto", LARGE_TREE_NODES, 48) == FEW_WIDE_BRANCHES
+    assert resolve_max_wide_branches(5, LARGE_TREE_NODES + 1, 48) == 5
+    assert resolve_max_wide_branches(None, 1, None) is None
 
 
 def test_large_trees_take_fewer_wide_branches_and_keep_them_after_load(rng, tmp_path,
@@ -205,13 +206,13 @@ def test_large_trees_take_fewer_wide_branches_and_keep_them_after_load(rng, tmp_
     # The trees count as large when the limit is below their size.
     monkeypatch.setattr(xmltree.ldsm._auto_settings, "LARGE_TREE_NODES", largest - 1)
     large = with_trees_of(small, n_labels)
-    explicit = with_trees_of(small, n_labels, max_wide_branches=LARGE_TREE_WIDE_BRANCHES)
-    assert large._forest.max_wide_branches == LARGE_TREE_WIDE_BRANCHES
+    explicit = with_trees_of(small, n_labels, max_wide_branches=FEW_WIDE_BRANCHES)
+    assert large._forest.max_wide_branches == FEW_WIDE_BRANCHES
     assert np.array_equal(large.leaves_reached(X), explicit.leaves_reached(X))
     large.save(tmp_path / "model.npz")
     loaded = LdSM.load(tmp_path / "model.npz")
     assert loaded.max_wide_branches == "auto"
-    assert loaded._forest.max_wide_branches == LARGE_TREE_WIDE_BRANCHES
+    assert loaded._forest.max_wide_branches == FEW_WIDE_BRANCHES
     monkeypatch.setattr(xmltree.ldsm._auto_settings, "LARGE_TREE_NODES", largest)
     assert with_trees_of(small, n_labels)._forest.max_wide_branches == MAX_WIDE_BRANCHES
 

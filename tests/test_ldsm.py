@@ -1,5 +1,6 @@
 """Tests of the LdSM estimator: parameters, prediction, persistence, fitting."""
 
+import json
 import logging
 import mmap
 import zipfile
@@ -28,6 +29,7 @@ from xmltree.ldsm._auto_settings import (
     FULL_FLOOR_NODES,
     LARGE_TREE_NODES,
     MAX_AUTO_NODES,
+    MAX_CUT_ROW_LENGTH,
     MAX_ROW_FEATURES,
     SHORT_ROW_EPOCHS,
     WIDE_DESCENT_MIN_LABELS,
@@ -35,6 +37,7 @@ from xmltree.ldsm._auto_settings import (
     auto_weight_floor,
     resolve_epochs,
     resolve_max_row_features,
+    resolve_route_row_features,
 )
 from xmltree.ldsm._strongest import keep_strongest
 from xmltree.rerank import Reranked, Reranker
@@ -52,6 +55,12 @@ needs_build_tree = pytest.mark.skipif(not HAVE_BUILD_TREE,
 N_FEATURES, N_LABELS = 20, 30
 #: The paper's LdSM: histogram leaves on the features as given.
 PAPER = {"leaf_model": "histogram", "feature_scaling": None, "leaf_scores": "distribution"}
+
+
+def labels_for_the_wide_descent(n_samples):
+    """One label a sample, out of enough labels for the wide descent."""
+    return sp.csr_matrix((np.ones(n_samples), (np.arange(n_samples), np.arange(n_samples) * 30)),
+                         shape=(n_samples, WIDE_DESCENT_MIN_LABELS + 30 * n_samples))
 
 
 def model_from_random_trees(rng, *, n_trees=3, arity=2, routing="margin"):
@@ -122,7 +131,7 @@ def test_fit_warns_when_lemma_2_does_not_hold(arity, lambda1, lambda2, warns):
 def test_get_set_params_and_repr():
     model = LdSM(n_trees=5, routing="sigmoid")
     params = model.get_params()
-    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 28
+    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 29
     assert model.set_params(arity=3, verbose=True) is model
     assert model.arity == 3
     assert repr(model) == "LdSM(n_trees=5, arity=3, routing='sigmoid', verbose=True)"
@@ -267,6 +276,14 @@ def _bad_row_features(params, arrays):
     params["resolved"]["max_row_features"] = 0
 
 
+def _bad_route_features(params, arrays):
+    params["resolved"]["route_row_features"] = -3
+
+
+def _unresolved_route_features(params, arrays):
+    params["resolved"]["route_row_features"] = "auto"
+
+
 def _unresolved_descent(params, arrays):
     params["resolved"]["descent_threshold"] = "auto"
 
@@ -308,6 +325,7 @@ def _frequency_above_one(params, arrays):
     _bad_weight_index, _bad_label, _negative_child, _float64_weights, _missing_array,
     _extra_array, _bad_hyper_parameter, _unknown_hyper_parameter, _bad_n_features,
     _fewer_features, _missing_params, _frequency_above_one, _bad_row_features,
+    _bad_route_features, _unresolved_route_features,
     _unresolved_descent, _unresolved_candidates, _missing_resolved,
     _linear_leaves_without_classifiers, _unknown_leaf_model,
 ])
@@ -371,6 +389,30 @@ def test_older_files_with_a_reranker_load_as_a_reranked_stage(rng, tmp_path):
     for load in (xmltree.load, LdSM.load):
         with pytest.raises(ModelFormatError, match=r"format version 1\).*train the model again"):
             load(path)
+
+
+@needs_build_tree
+def test_files_of_format_version_5_route_rows_as_their_trees_grew(rng, tmp_path):
+    # Version 5 had no route_row_features: rows routed by max_row_features.
+    X, labels, _ = clustered_problem(rng, 80)
+    Y_wide = labels_for_the_wide_descent(X.shape[0])
+    model = LdSM(**FAST, max_row_features=4, random_state=3).fit(X, Y_wide)
+    assert model.route_row_features_ is None
+    path = tmp_path / "model.npz"
+    model.save(path)
+    with np.load(path) as archive:
+        params = json.loads(archive["__meta__"].tobytes())["params"]
+    for section in ("hyper_parameters", "resolved"):
+        del params[section]["route_row_features"]
+    rewrite_meta(path, params=params, format_version=5)
+    loaded = LdSM.load(path)
+    assert (loaded.route_row_features, loaded.route_row_features_) == (4, 4)
+    routed_cut = LdSM(**FAST, max_row_features=4, route_row_features=4, random_state=3).fit(
+        X, Y_wide)
+    np.testing.assert_array_equal(loaded.predict_scores(X).toarray(),
+                                  routed_cut.predict_scores(X).toarray())
+    assert not np.array_equal(loaded.predict_scores(X).toarray(),
+                              model.predict_scores(X).toarray())
 
 
 def test_files_of_format_version_4_load_their_trees_regressor_by_regressor(rng, tmp_path):
@@ -709,7 +751,7 @@ def test_trees_grow_and_route_on_each_rows_strongest_features(rng, tmp_path):
             np.testing.assert_array_equal(a[name], b[name])
     # Examples route by their strongest features, so the training rows
     # follow their training paths (the reference descends the cut rows).
-    assert cut.max_row_features_ == 4
+    assert cut.max_row_features_ == cut.route_row_features_ == 4
     dense_cut = X_cut.toarray()
     for tree in cut.trees_:
         reached = np.zeros(tree["first_child"].size, dtype=np.int64)
@@ -723,7 +765,8 @@ def test_trees_grow_and_route_on_each_rows_strongest_features(rng, tmp_path):
     np.testing.assert_array_equal(cut.leaves_reached(X), grown_on_cut.leaves_reached(X_cut))
     cut.save(tmp_path / "model.npz")
     loaded = LdSM.load(tmp_path / "model.npz")
-    assert (loaded.max_row_features, loaded.max_row_features_) == (4, 4)
+    assert (loaded.max_row_features, loaded.max_row_features_, loaded.route_row_features_) == (
+        4, 4, 4)
     np.testing.assert_array_equal(loaded.predict_scores(X).toarray(),
                                   cut.predict_scores(X).toarray())
 
@@ -740,26 +783,73 @@ def test_label_classifiers_see_every_feature_of_a_cut_row(rng):
 
 
 @needs_build_tree
-def test_rows_are_cut_by_default_when_long_and_descending_by_the_training_rule(rng):
+def test_trees_grown_on_cut_rows_can_route_rows_whole(rng, tmp_path):
+    X, labels, _ = clustered_problem(rng, 150)
+    cut = LdSM(**FAST, max_row_features=4, random_state=2).fit(X, labels)
+    whole = LdSM(**FAST, max_row_features=4, route_row_features=None, random_state=2).fit(
+        X, labels)
+    for a, b in zip(cut.trees_, whole.trees_):
+        for name in a:
+            np.testing.assert_array_equal(a[name], b[name])
+    assert (whole.max_row_features_, whole.route_row_features_) == (4, None)
+    # The reference descends the rows as given, every feature of them.
+    dense = check_features(X).toarray()
+    expected = [[len(reference_leaves(tree, x, whole.arity, 0.5)) for tree in whole.trees_]
+                for x in dense]
+    np.testing.assert_array_equal(whole.leaves_reached(X), expected)
+    # Histogram leaves score by where a row lands: the cut row lands elsewhere.
+    X_cut = keep_strongest(check_features(X), 4)
+    assert not np.array_equal(whole.predict_scores(X).toarray(),
+                              whole.predict_scores(X_cut).toarray())
+    whole.save(tmp_path / "model.npz")
+    loaded = LdSM.load(tmp_path / "model.npz")
+    assert (loaded.route_row_features, loaded.route_row_features_) == (None, None)
+    np.testing.assert_array_equal(loaded.predict_scores(X).toarray(),
+                                  whole.predict_scores(X).toarray())
+
+
+def test_rows_route_as_they_grew_the_trees_unless_the_descent_is_wide():
+    assert resolve_route_row_features("auto", 48, 0.5, 0.5) == 48
+    assert resolve_route_row_features("auto", None, 0.5, 0.5) is None
+    assert resolve_route_row_features("auto", 48, 0.05, 0.5) is None  # wide descent
+    assert resolve_route_row_features(7, 48, 0.05, 0.5) == 7
+    assert resolve_route_row_features(None, 48, 0.5, 0.5) is None
+
+
+def test_long_rows_grow_cut_trees_unless_large_or_very_long_under_the_wide_descent():
     long_rows = 10 * MAX_ROW_FEATURES + 1
-    assert resolve_max_row_features("auto", 10, long_rows, 0.5, 0.5) == MAX_ROW_FEATURES
-    assert resolve_max_row_features("auto", 10, long_rows - 1, 0.5, 0.5) is None
-    assert resolve_max_row_features("auto", 10, long_rows, 0.05, 0.5) is None  # wide descent
-    assert resolve_max_row_features(5, 10, 0, 0.05, 0.5) == 5
-    assert resolve_max_row_features(None, 10, long_rows, 0.5, 0.5) is None
+    small, large = LARGE_TREE_NODES, LARGE_TREE_NODES + 1
+    assert resolve_max_row_features("auto", 10, long_rows, small, 0.5, 0.5) == MAX_ROW_FEATURES
+    assert resolve_max_row_features("auto", 10, long_rows - 1, small, 0.5, 0.5) is None
+    assert resolve_max_row_features("auto", 10, long_rows, small, 0.05, 0.5) == MAX_ROW_FEATURES
+    assert resolve_max_row_features("auto", 10, long_rows, large, 0.05, 0.5) is None
+    assert resolve_max_row_features("auto", 10, long_rows, large, 0.5, 0.5) == MAX_ROW_FEATURES
+    very_long = 10 * MAX_CUT_ROW_LENGTH
+    assert resolve_max_row_features("auto", 10, very_long, small, 0.05, 0.5) == MAX_ROW_FEATURES
+    assert resolve_max_row_features("auto", 10, very_long + 1, small, 0.05, 0.5) is None
+    assert resolve_max_row_features("auto", 10, very_long + 1, large, 0.5, 0.5) == MAX_ROW_FEATURES
+    assert resolve_max_row_features(5, 10, 0, large, 0.05, 0.5) == 5
+    assert resolve_max_row_features(None, 10, long_rows, small, 0.5, 0.5) is None
+
+
+@needs_build_tree
+def test_long_rows_grow_cut_trees_by_default_and_route_whole_under_the_wide_descent(rng):
     X, labels, _ = clustered_problem(rng, 80, n_features=3 * MAX_ROW_FEATURES)  # ~100 a row
     X_cut = keep_strongest(check_features(X), MAX_ROW_FEATURES)
     expected = LdSM(**FAST, max_row_features=None, random_state=4).fit(X_cut, labels)
     auto = LdSM(**FAST, random_state=4).fit(X, labels)
     np.testing.assert_array_equal(auto.trees_[0]["weight_values"],
                                   expected.trees_[0]["weight_values"])
-    # Over many labels the descent is the wide one, which the cut does not suit.
-    Y_wide = sp.csr_matrix((np.ones(X.shape[0]), (np.arange(X.shape[0]),
-                                                   np.arange(X.shape[0]) * 30)),
-                           shape=(X.shape[0], WIDE_DESCENT_MIN_LABELS + 500))
-    assert LdSM(**FAST, random_state=4).fit(X, Y_wide).max_row_features_ is None
-    assert LdSM(**FAST, descent_threshold=None, random_state=4).fit(
-        X, Y_wide).max_row_features_ == MAX_ROW_FEATURES
+    assert auto.route_row_features_ == MAX_ROW_FEATURES
+    # Over many labels the descent is the wide one: the same cut trees, rows routed whole.
+    Y_wide = labels_for_the_wide_descent(X.shape[0])
+    wide = LdSM(**FAST, random_state=4).fit(X, Y_wide)
+    assert (wide.max_row_features_, wide.route_row_features_) == (MAX_ROW_FEATURES, None)
+    assert wide._forest.route_row_features == 0
+    as_trained = LdSM(**FAST, descent_threshold=None, random_state=4).fit(X, Y_wide)
+    assert as_trained.route_row_features_ == MAX_ROW_FEATURES
+    may_grow_large = LdSM(**{**FAST, "max_nodes": LARGE_TREE_NODES + 1}).fit(X, Y_wide)
+    assert (may_grow_large.max_row_features_, may_grow_large.route_row_features_) == (None, None)
 
 
 def test_auto_epochs_are_more_for_short_rows_under_the_training_rule():

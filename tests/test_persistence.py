@@ -37,7 +37,7 @@ def test_round_trip_keeps_kind_params_and_arrays(tmp_path):
     save_model(path, "ldsm", {"arity": 2, "name": "x"}, _arrays())
     kind, version, params, arrays = load_model(path, kind="ldsm")
     assert kind == "ldsm" and params == {"arity": 2, "name": "x"}
-    assert version == FORMAT_VERSION == 5
+    assert version == FORMAT_VERSION == 6
     for name, expected in _arrays().items():
         assert arrays[name].dtype == expected.dtype
         assert np.array_equal(arrays[name], expected)
@@ -63,8 +63,8 @@ def test_wrong_kind_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("version,message", [
-    (FORMAT_VERSION + 1, "version 6 was written by a newer xmltree .* upgrade xmltree"),
-    (0, "version 0 is not supported .*reads versions 1 to 5.*train the model again"),
+    (FORMAT_VERSION + 1, "version 7 was written by a newer xmltree .* upgrade xmltree"),
+    (0, "version 0 is not supported .*reads versions 1 to 6.*train the model again"),
     ("2", "version '2' is not supported"),
     (True, "version True is not supported"),
     (None, "version None is not supported"),

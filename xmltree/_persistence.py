@@ -66,7 +66,10 @@ __all__ = ["FORMAT_VERSION", "OLDEST_READABLE_VERSION", "ModelFile", "save_model
 #:    row per node and ``weight_values`` the shape (ids, arity). Older files
 #:    kept a CSR row per regressor and are converted at load, by LdSM and by
 #:    the models that hold one (``Reranked``, ``TextClassifier``).
-FORMAT_VERSION = 5
+#: 6. LdSM's ``route_row_features``: the features of a row that route it,
+#:    apart from those that grew the trees (``max_row_features``). Older
+#:    files routed rows by the features the trees grew on, and load so.
+FORMAT_VERSION = 6
 
 #: Files of versions ``OLDEST_READABLE_VERSION`` to ``FORMAT_VERSION`` are read;
 #: others are refused with a message saying what to do.

@@ -12,12 +12,12 @@ __all__ = ["LEAF_SIZE", "LEAVES_PER_LABEL", "MAX_AUTO_NODES", "FULL_FLOOR_NODES"
            "LARGE_TREE_NODES", "WIDE_DESCENT_MIN_LABELS", "WIDE_DESCENT_THRESHOLD",
            "HISTOGRAM_WEIGHT", "WIDE_DESCENT_HISTOGRAM_WEIGHT", "MANY_FEATURES",
            "MANY_FEATURES_HISTOGRAM_WEIGHT", "MAX_LEAF_LABELS", "MAX_WIDE_BRANCHES",
-           "LARGE_TREE_WIDE_BRANCHES", "MAX_ROW_FEATURES", "EPOCHS", "SHORT_ROW_EPOCHS",
-           "EPOCH_TOLERANCE", "CANDIDATES", "WIDE_DESCENT_CANDIDATES", "auto_node_budget",
-           "auto_weight_floor", "resolve_descent_threshold", "resolve_histogram_weight",
-           "resolve_max_wide_branches", "resolve_max_leaf_labels", "resolve_max_row_features",
-           "resolve_epochs", "resolve_epoch_tolerance", "resolve_n_candidates", "CLASSIFIER_C",
-           "resolve_C"]
+           "FEW_WIDE_BRANCHES", "MAX_ROW_FEATURES", "MAX_CUT_ROW_LENGTH", "EPOCHS",
+           "SHORT_ROW_EPOCHS", "EPOCH_TOLERANCE", "CANDIDATES", "WIDE_DESCENT_CANDIDATES",
+           "auto_node_budget", "auto_weight_floor", "resolve_descent_threshold",
+           "resolve_histogram_weight", "resolve_max_wide_branches", "resolve_max_leaf_labels",
+           "resolve_max_row_features", "resolve_route_row_features", "resolve_epochs",
+           "resolve_epoch_tolerance", "resolve_n_candidates", "CLASSIFIER_C", "resolve_C"]
 
 #: Training examples per leaf that ``max_nodes=None`` aims at: small leaves
 #: make the histograms local and the candidates precise.
@@ -44,7 +44,7 @@ MAX_AUTO_NODES = 131072
 FULL_FLOOR_NODES = 65536
 
 #: Trees of more than this many nodes are large: their paths take fewer wide
-#: branches (``LARGE_TREE_WIDE_BRANCHES``).
+#: branches (``FEW_WIDE_BRANCHES``).
 LARGE_TREE_NODES = 32768
 
 #: With many labels, the few leaves an example reaches under the training
@@ -86,9 +86,12 @@ WIDE_DESCENT_CANDIDATES = 1000
 #: admits (the training rule's are always taken): as the trees grow, more
 #: children clear the threshold by their bias alone and the leaves reached
 #: multiply. Trees of more than ``LARGE_TREE_NODES`` nodes take fewer
-#: ("Amazon-670K shape").
+#: ("Amazon-670K shape"), and so do trees grown on cut rows
+#: (``MAX_ROW_FEATURES``): routed whole, a row clears more thresholds, and a
+#: third wide branch bought a little precision for several times the
+#: candidates' time ("Cut trees, routed whole").
 MAX_WIDE_BRANCHES = 3
-LARGE_TREE_WIDE_BRANCHES = 2
+FEW_WIDE_BRANCHES = 2
 
 #: Labels a leaf keeps with linear leaves under the training rule's descent,
 #: its most frequent, when the blend weighs the histograms in: adding up long
@@ -101,13 +104,24 @@ LARGE_TREE_WIDE_BRANCHES = 2
 #: choose candidates keep every label").
 MAX_LEAF_LABELS = 32
 
-#: Features of a row that grow the trees and route it down them: its
-#: strongest ones. A node's training costs time in proportion to its rows'
-#: features, and long documents pay most for features that barely move a
-#: router; the label classifiers still see every feature. Not under the
-#: wide descent, where it cost precision as the trees grew ("Features a row
-#: grows the trees with").
+#: Features of a training row that grow the trees: its strongest ones. A
+#: node's training costs time in proportion to its rows' features, and long
+#: documents pay most for features that barely move a router; the label
+#: classifiers still see every feature ("Features a row grows the trees
+#: with"). Under the training rule's descent rows are routed by the same
+#: features; the wide descent routes them whole, since a path it takes on a
+#: child scoring below the training threshold is decided by the weak
+#: features the cut drops: cut rows there lost precision as the trees grew.
+#: Under the wide descent, trees that may grow more than ``LARGE_TREE_NODES``
+#: nodes, or on rows longer than ``MAX_CUT_ROW_LENGTH``, grow on whole rows
+#: ("Cut trees, routed whole").
 MAX_ROW_FEATURES = 48
+
+#: Non-zero features a training row may average for the wide descent's
+#: trees to grow on its strongest ``MAX_ROW_FEATURES``: a cut that drops
+#: most of a long row lost precision however the rows were routed, one that
+#: keeps a third or more of it did not ("Cut trees, routed whole").
+MAX_CUT_ROW_LENGTH = 4 * MAX_ROW_FEATURES
 
 #: Passes over a node's examples. A pass costs time in proportion to the
 #: rows' features, and rows shorter than ``MAX_ROW_FEATURES`` on average
@@ -185,18 +199,18 @@ def resolve_histogram_weight(setting, descent_threshold: float, training_thresho
     return HISTOGRAM_WEIGHT
 
 
-def resolve_max_wide_branches(setting, n_nodes: int) -> int | None:
+def resolve_max_wide_branches(setting, n_nodes: int, max_row_features: int | None) -> int | None:
     """The wide branches a path may take (None: no limit).
 
     "auto" gives ``MAX_WIDE_BRANCHES`` for trees of at most
-    ``LARGE_TREE_NODES`` nodes (`n_nodes`: the largest tree's), else
-    ``LARGE_TREE_WIDE_BRANCHES``.
+    ``LARGE_TREE_NODES`` nodes (`n_nodes`: the largest tree's) grown on
+    whole rows (`max_row_features` None), else ``FEW_WIDE_BRANCHES``.
     """
     if setting != "auto":
         return setting
-    if n_nodes <= LARGE_TREE_NODES:
+    if n_nodes <= LARGE_TREE_NODES and max_row_features is None:
         return MAX_WIDE_BRANCHES
-    return LARGE_TREE_WIDE_BRANCHES
+    return FEW_WIDE_BRANCHES
 
 
 def resolve_max_leaf_labels(setting, rescores_candidates: bool, descent_threshold: float,
@@ -216,19 +230,40 @@ def resolve_max_leaf_labels(setting, rescores_candidates: bool, descent_threshol
     return None
 
 
-def resolve_max_row_features(setting, n_rows: int, n_entries: int, descent_threshold: float,
-                             training_threshold: float) -> int | None:
-    """The features of a row that grow the trees and route it (None: all).
+def resolve_max_row_features(setting, n_rows: int, n_entries: int, max_nodes: int,
+                             descent_threshold: float, training_threshold: float) -> int | None:
+    """The features of a training row that grow the trees (None: all).
 
     "auto" gives ``MAX_ROW_FEATURES`` when the `n_rows` training rows hold
     more than ``MAX_ROW_FEATURES`` non-zero `n_entries` per row on average
-    and the fitted trees descend by the training rule (`descent_threshold`
-    >= `training_threshold`), else None.
+    and either the fitted trees descend by the training rule
+    (`descent_threshold` >= `training_threshold`) or they may grow at most
+    ``LARGE_TREE_NODES`` nodes (`max_nodes`) on rows of at most
+    ``MAX_CUT_ROW_LENGTH`` non-zero features on average, else None.
     """
     if setting != "auto":
         return setting
-    if n_entries > MAX_ROW_FEATURES * n_rows and descent_threshold >= training_threshold:
+    if n_entries <= MAX_ROW_FEATURES * n_rows:
+        return None
+    if descent_threshold >= training_threshold:
         return MAX_ROW_FEATURES
+    if max_nodes <= LARGE_TREE_NODES and n_entries <= MAX_CUT_ROW_LENGTH * n_rows:
+        return MAX_ROW_FEATURES
+    return None
+
+
+def resolve_route_row_features(setting, max_row_features: int | None, descent_threshold: float,
+                               training_threshold: float) -> int | None:
+    """The features of a row that route it down the fitted trees (None: all).
+
+    "auto" gives `max_row_features` (the features the trees grew on, resolved)
+    when the fitted trees descend by the training rule (`descent_threshold`
+    >= `training_threshold`), else None: the wide descent routes rows whole.
+    """
+    if setting != "auto":
+        return setting
+    if descent_threshold >= training_threshold:
+        return max_row_features
     return None
 
 

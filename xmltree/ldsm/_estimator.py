@@ -191,8 +191,9 @@ class LdSM(TopKEstimator):
         Bounds the leaves an example reaches as trees grow: more children
         then clear the lower threshold by their bias alone. None: no limit.
         "auto": 3, or 2 once a tree has more than ``LARGE_TREE_NODES``
-        (32768) nodes (measured in ``benchmarks/README.md``, "Amazon-670K
-        shape").
+        (32768) nodes or the trees grew on cut rows (`max_row_features`
+        resolved to a number) (measured in ``benchmarks/README.md``,
+        "Amazon-670K shape" and "Cut trees, routed whole").
     max_leaf_labels : int, None or "auto", default="auto"
         Labels a leaf stores at most, >= 1: its most frequent, ties to the
         labels fewer training examples carry, with the scores they have
@@ -204,15 +205,28 @@ class LdSM(TopKEstimator):
         leaves whose histograms only choose the candidates keep every label
         (measured in ``benchmarks/README.md``, "Labels a leaf keeps").
     max_row_features : int, None or "auto", default="auto"
-        Features of a row that grow the trees (training rows) and route it
-        down them (every row), >= 1: its largest (scaled) values, ties to
-        smaller feature ids. None: all. Node training costs time in
-        proportion to the features of its rows, and a router needs few of a
-        long document's; the label classifiers of linear leaves see every
-        feature. "auto": 48 when the training rows have more than 48
-        non-zero features on average and the trees descend by the training
-        rule (see `descent_threshold`), else None (measured in
-        ``benchmarks/README.md``, "Features a row grows the trees with").
+        Features of a training row that grow the trees, >= 1: its largest
+        (scaled) values, ties to smaller feature ids. None: all. Node
+        training costs time in proportion to the features of its rows, and
+        a router needs few of a long document's; the label classifiers of
+        linear leaves see every feature. "auto": 48 when the training rows
+        have more than 48 non-zero features on average, unless the trees
+        descend by the wider rule (see `descent_threshold`) and either may
+        grow more than 32768 nodes (`max_nodes`) or the rows average more
+        than 192 features, else None (measured
+        in ``benchmarks/README.md``, "Features a row grows the trees with"
+        and "Cut trees, routed whole").
+    route_row_features : int, None or "auto", default="auto"
+        Features of a row that route it down the fitted trees (when
+        predicting, and when the linear leaves gather each label's training
+        neighbourhood), >= 1: its largest (scaled) values, ties to smaller
+        feature ids. None: all. "auto": the resolved `max_row_features`
+        when the trees descend by the training rule (see
+        `descent_threshold`), so that rows follow the paths they were
+        trained on; None with the wider descent, whose paths through
+        children below the training threshold are decided by the weaker
+        features too (measured in ``benchmarks/README.md``, "Cut trees,
+        routed whole").
     feature_scaling : {"auto", "tfidf", "l2", None}, default="auto"
         Feature scaling learned at :meth:`fit` and applied to every input
         of :meth:`predict`, :meth:`predict_file` and the re-ranker (see
@@ -271,8 +285,11 @@ class LdSM(TopKEstimator):
     n_nodes_, n_leaves_, depth_ : numpy.ndarray of int, shape (n_trees,)
         Size, leaf count and maximum depth of each tree.
     max_row_features_ : int or None
+        The features of a training row that grew the trees, its strongest
+        (`max_row_features` resolved; None: all).
+    route_row_features_ : int or None
         The features of an example that route it down the trees, its
-        strongest (`max_row_features` resolved; None: all).
+        strongest (`route_row_features` resolved; None: all).
     scaler_ : xmltree._scaling.FeatureScaler
         The fitted feature scaling (``scaler_.kind_`` tells which).
     label_weights_ : scipy.sparse.csr_matrix of float32, shape (n_labels, n_features) or None
@@ -306,7 +323,8 @@ class LdSM(TopKEstimator):
                  weight_threshold=0.05, leaf_scores="frequency", leaf_aggregation="mean",
                  leaf_model="linear", C="auto", n_candidates="auto", histogram_weight="auto",
                  descent_threshold="auto", max_wide_branches="auto",
-                 max_leaf_labels="auto", max_row_features="auto", feature_scaling="auto",
+                 max_leaf_labels="auto", max_row_features="auto", route_row_features="auto",
+                 feature_scaling="auto",
                  max_weights_per_regressor=2048, max_weights_per_example=4.0,
                  random_state=None, first_tree=0, n_jobs=-1, verbose=False):
         self.n_trees = n_trees
@@ -330,6 +348,7 @@ class LdSM(TopKEstimator):
         self.max_wide_branches = max_wide_branches
         self.max_leaf_labels = max_leaf_labels
         self.max_row_features = max_row_features
+        self.route_row_features = route_row_features
         self.feature_scaling = feature_scaling
         self.max_weights_per_regressor = max_weights_per_regressor
         self.max_weights_per_example = max_weights_per_example
@@ -562,6 +581,10 @@ class LdSM(TopKEstimator):
     @property
     def max_row_features_(self):
         return self._fitted_state().settings["max_row_features"]
+
+    @property
+    def route_row_features_(self):
+        return self._fitted_state().settings["route_row_features"]
 
     @property
     def scaler_(self):

@@ -67,7 +67,7 @@ class FittedLdSM:
                         leaf_aggregation=settings["leaf_aggregation"],
                         descent_threshold=settings["descent_threshold"],
                         max_wide_branches=settings["max_wide_branches"],
-                        max_row_features=settings["max_row_features"], release=release,
+                        route_row_features=settings["route_row_features"], release=release,
                         check_trees=check_trees)
         return cls(forest, _share_forest_arrays(forest, trees), scaler, None, dict(settings),
                    n_features, n_labels)

@@ -26,7 +26,7 @@ cdef class Forest:
     cdef readonly float64_t threshold    # routing threshold on the raw score
     cdef readonly float64_t training_threshold  # see ForestArrays.training_threshold
     cdef readonly index_t max_wide_branches     # see ForestArrays.max_wide_branches
-    cdef readonly index_t max_row_features      # see ForestArrays.max_row_features
+    cdef readonly index_t route_row_features    # see ForestArrays.route_row_features
     cdef readonly bint dense_scores      # see ForestArrays.dense_scores
     cdef readonly bint sum_leaves        # see ForestArrays.sum_leaves
     cdef readonly object label_indptr    # int64 (n_labels + 1,), or None: histograms only

@@ -119,11 +119,10 @@ cdef class Forest:
         With a `descent_threshold` below the training rule's: how many
         children a path may take that only `descent_threshold` admits (0 to
         255; the training rule's children are always taken). None: no limit.
-    max_row_features : int or None, default=None
+    route_row_features : int or None, default=None
         Features of an example that route it down the trees: its largest
-        |values|, as the trees were grown with (see
-        ``xmltree.ldsm._strongest.keep_strongest``); the label classifiers see
-        them all. None: all.
+        |values| (see ``xmltree.ldsm._strongest.keep_strongest``); the label
+        classifiers see them all. None: all.
     release : bool, default=False
         Remove each tree's weight and leaf arrays from its dict as soon as
         they are copied, so that a caller owning the dicts holds them once
@@ -137,7 +136,7 @@ cdef class Forest:
 
     def __init__(self, trees, *, arity, n_features, n_labels, routing,
                  leaf_scores="distribution", leaf_aggregation="mean", descent_threshold=None,
-                 max_wide_branches=None, max_row_features=None, release=False,
+                 max_wide_branches=None, route_row_features=None, release=False,
                  check_trees=True):
         if check_trees:
             if len(trees) < 1:
@@ -153,7 +152,7 @@ cdef class Forest:
         self.threshold = (self.training_threshold if descent_threshold is None
                           else descent_threshold)
         self.max_wide_branches = -1 if max_wide_branches is None else max_wide_branches
-        self.max_row_features = 0 if max_row_features is None else max_row_features
+        self.route_row_features = 0 if route_row_features is None else route_row_features
         self.sum_leaves = leaf_aggregation == "sum"
         self.label_indptr = None
         arrays = concatenate_trees(list(trees), arity, release)
@@ -194,7 +193,7 @@ cdef class Forest:
         self.arrays.threshold = self.threshold
         self.arrays.training_threshold = self.training_threshold
         self.arrays.max_wide_branches = self.max_wide_branches
-        self.arrays.max_row_features = self.max_row_features
+        self.arrays.route_row_features = self.route_row_features
         self.arrays.dense_scores = self.dense_scores
         self.arrays.sum_leaves = self.sum_leaves
         self.arrays.tree_offset = &tree_offset[0]
@@ -418,15 +417,15 @@ cdef int predict_blocks(Forest forest, X, int n_threads, BlockAction action,
     block to `action` with the thread's scratch (the one prediction loop of
     the forest).
 
-    The rows descend by their ``max_row_features`` strongest features (all
-    with 0), as the trees were grown; `action` sees every feature. Both
+    The rows descend by their ``route_row_features`` strongest features (all
+    with 0); `action` sees every feature. Both
     see the feature ids as the kernels index them (``FeatureIds.of_rows``).
 
     Raises MemoryError if a thread's scratch could not grow.
     """
     cdef const ForestArrays* f = &forest.arrays
     # The views point into these matrices: they must live until the end.
-    X_route = X if f.max_row_features == 0 else keep_strongest(X, f.max_row_features)
+    X_route = X if f.route_row_features == 0 else keep_strongest(X, f.route_row_features)
     X_route = forest.tree_ids.of_rows(X_route)
     X_rescore = forest.label_ids.of_rows(X) if f.rescore else X
     cdef CSRView route_rows = csr_view(X_route)

@@ -61,8 +61,8 @@ cdef struct ForestArrays:
     float64_t training_threshold # the routing rule's threshold when the trees were trained
     index_t max_wide_branches    # with threshold < training_threshold: children a path may
                                  # take that only `threshold` admits; -1: no limit
-    index_t max_row_features     # features of an example that route it, its strongest
-                                 # (as the trees were grown); 0: all
+    index_t route_row_features   # features of an example that route it, its strongest;
+                                 # 0: all
     bint dense_scores            # accumulate scores without tracking touched labels,
                                  # then find them by scanning all n_labels scores
     bint sum_leaves              # a tree adds up the leaves an example reaches

@@ -66,7 +66,10 @@ LDSM_PARAMS = (
     Param("max_leaf_labels", "int", 1, MAX_INDEX, words=AUTO_OR_NONE,
           help="labels a leaf keeps, its most frequent (none: all)"),
     Param("max_row_features", "int", 1, MAX_INDEX, words=AUTO_OR_NONE,
-          help="features of a row that grow the trees and route it, its largest (none: all)"),
+          help="features of a training row that grow the trees, its largest (none: all)"),
+    Param("route_row_features", "int", 1, MAX_INDEX, words=AUTO_OR_NONE,
+          help="features of a row that route it down the trees, its largest (none: all; "
+          "auto: as grown under the training rule's descent, else all)"),
     Param("feature_scaling", "choice", choices=FEATURE_SCALINGS,
           help="feature scaling learned at fit (auto: tf-idf for counts, else l2)"),
     Param("max_weights_per_regressor", "int", 1, MAX_INDEX, words=(None,),
@@ -87,16 +90,17 @@ LDSM_PARAMS = (
 PAPER_CONFIGURATION = {"leaf_model": "histogram", "leaf_scores": "distribution",
                        "feature_scaling": None, "epochs": 20, "max_nodes": 1000,
                        "descent_threshold": None, "max_wide_branches": None,
-                       "max_leaf_labels": None, "max_row_features": None}
+                       "max_leaf_labels": None, "max_row_features": None,
+                       "route_row_features": None}
 
 #: Settings that only prediction reads: ``merge`` (and older model files)
 #: take them from the hyper-parameters and resolve them anew.
 PREDICTION_ONLY = ("descent_threshold", "max_wide_branches", "leaf_aggregation",
-                   "histogram_weight")
+                   "histogram_weight", "route_row_features")
 
 #: Settings a fitted model must hold resolved (never "auto").
 PREDICTION_SETTINGS = ("descent_threshold", "max_wide_branches", "max_row_features",
-                       "histogram_weight", "n_candidates")
+                       "route_row_features", "histogram_weight", "n_candidates")
 
 #: Hyper-parameters that may differ between the shards given to ``merge``.
 SHARD_PARAMS = ("n_trees", "random_state", "first_tree", "n_jobs", "verbose")

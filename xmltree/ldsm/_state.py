@@ -1,6 +1,6 @@
 """LdSM's model-file state: each component under its own prefix, older files upgraded in one place.
 
-A version 5 file holds, in ``params``::
+A version 6 file holds, in ``params``::
 
     hyper_parameters   the estimator's get_params()
     resolved           every setting as fitted ("auto" resolved): what predicts
@@ -11,7 +11,7 @@ A version 5 file holds, in ``params``::
 and, in ``arrays``, ``tree<t>/<name>`` for the ``TREE_ARRAYS`` of every
 tree, ``scaling/...`` for the scaler and the leaf model's ``ARRAY_PREFIX``
 names. Nothing else is accepted. :func:`upgrade_state` turns files of
-versions 1-4 into this layout.
+versions 1-5 into this layout.
 """
 
 from __future__ import annotations
@@ -101,7 +101,8 @@ def upgrade_state(version: int, params: dict, arrays: dict,
     (``resolve_at_load``). A re-ranker they carry (``LdSM(rerank=...)``, now
     :class:`xmltree.rerank.Reranked`) stays in ``params["reranker"]``. Files
     of versions 1-4 stored each regressor's weights as a row of their own;
-    they get one list of feature ids a node (``weights_by_node``).
+    they get one list of feature ids a node (``weights_by_node``). Files of
+    versions 1-5 routed rows by the features that grew the trees.
     """
     if not isinstance(params, dict) or not isinstance(params.get("hyper_parameters"), dict):
         return params, arrays  # refused by fitted_from_state
@@ -109,6 +110,8 @@ def upgrade_state(version: int, params: dict, arrays: dict,
         params = _settings_as_version_4(version, params, arrays, defaults)
     if version < 5:
         arrays = _weights_by_node(params, arrays)
+    if version < 6:
+        params = _routed_as_grown(params)
     return params, arrays
 
 
@@ -125,6 +128,14 @@ def _settings_as_version_4(version: int, params: dict, arrays: dict, defaults: d
             version, params["reranker"], arrays,
             "train the model again and re-rank it with xmltree.rerank.Reranked")
     return params
+
+
+def _routed_as_grown(params: dict) -> dict:
+    """`params` of a file of versions 1-5 with ``route_row_features`` set as it predicted:
+    rows routed by the features that grew the trees, the given and the resolved ones."""
+    routed = {key: {**params[key], "route_row_features": params[key].get("max_row_features")}
+              for key in ("hyper_parameters", "resolved") if isinstance(params.get(key), dict)}
+    return {**params, **routed}
 
 
 def _weights_by_node(params: dict, arrays: dict) -> dict:

@@ -2,7 +2,8 @@
 """Each row's strongest features: what LdSM trees grow on and route by.
 
 A router needs few of a long document's features, and node training costs
-time in proportion to them (see ``LdSM(max_row_features=...)``). The cut
+time in proportion to them (see ``LdSM(max_row_features=...)`` and
+``route_row_features``). The cut
 runs once per ``fit`` and once per prediction call, so it is a kernel: a
 partial selection per row instead of two stable sorts of every entry (which
 took a tenth of yahoo_arts' whole fit).

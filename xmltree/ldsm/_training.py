@@ -31,6 +31,7 @@ from ._auto_settings import (
     resolve_max_row_features,
     resolve_max_wide_branches,
     resolve_n_candidates,
+    resolve_route_row_features,
 )
 from ._fitted import FittedLdSM
 from ._leaf_models import LEAF_MODELS
@@ -123,7 +124,11 @@ def resolve_before_trees(params: dict, scaler: FeatureScaler, X: sp.csr_matrix,
         settings["max_leaf_labels"], rescores, fitted_threshold, training_threshold,
         settings["histogram_weight"])
     settings["max_row_features"] = resolve_max_row_features(
-        settings["max_row_features"], X.shape[0], X.nnz, fitted_threshold, training_threshold)
+        settings["max_row_features"], X.shape[0], X.nnz, settings["max_nodes"], fitted_threshold,
+        training_threshold)
+    settings["route_row_features"] = resolve_route_row_features(
+        settings["route_row_features"], settings["max_row_features"], fitted_threshold,
+        training_threshold)
     settings["epoch_tolerance"] = resolve_epoch_tolerance(settings["epoch_tolerance"],
                                                           settings["epochs"])
     settings["epochs"] = resolve_epochs(settings["epochs"], X.shape[0], X.nnz,
@@ -138,7 +143,7 @@ def resolve_after_trees(settings: dict, trees: list[dict]) -> dict:
     """`settings` with those that follow the grown trees' sizes resolved."""
     largest = max(np.size(tree["first_child"]) for tree in trees)
     return {**settings, "max_wide_branches": resolve_max_wide_branches(
-        settings["max_wide_branches"], int(largest))}
+        settings["max_wide_branches"], int(largest), settings["max_row_features"])}
 
 
 def resolve_for_prediction(settings: dict, hyper: dict, n_features: int, n_labels: int,
@@ -156,6 +161,9 @@ def resolve_for_prediction(settings: dict, hyper: dict, n_features: int, n_label
     settings = {**settings, "descent_threshold": descent,
                 "leaf_aggregation": hyper["leaf_aggregation"],
                 "max_wide_branches": hyper["max_wide_branches"],
+                "route_row_features": resolve_route_row_features(
+                    hyper["route_row_features"], settings["max_row_features"], fitted_threshold,
+                    training_threshold),
                 "histogram_weight": resolve_histogram_weight(
                     hyper["histogram_weight"], fitted_threshold, training_threshold, n_features),
                 # Files from before the rule hold a number, which stays.
