@@ -347,6 +347,7 @@ def test_train_takes_the_leaf_and_scaling_options(tmp_path, split_files, options
     ("max_wide_branches", "5", 5), ("max_row_features", "none", None),
     ("max_row_features", "16", 16), ("route_row_features", "none", None),
     ("route_row_features", "auto", "auto"), ("route_row_features", "8", 8),
+    ("predict_candidates", "auto", "auto"), ("predict_candidates", "30", 30),
 ])
 def test_train_takes_words_or_numbers(tmp_path, split_files, name, option, expected):
     from xmltree import load

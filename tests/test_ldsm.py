@@ -33,10 +33,12 @@ from xmltree.ldsm._auto_settings import (
     MAX_ROW_FEATURES,
     SHORT_ROW_EPOCHS,
     WIDE_DESCENT_MIN_LABELS,
+    WIDE_DESCENT_PREDICT_CANDIDATES,
     auto_node_budget,
     auto_weight_floor,
     resolve_epochs,
     resolve_max_row_features,
+    resolve_predict_candidates,
     resolve_route_row_features,
 )
 from xmltree.ldsm._strongest import keep_strongest
@@ -131,7 +133,7 @@ def test_fit_warns_when_lemma_2_does_not_hold(arity, lambda1, lambda2, warns):
 def test_get_set_params_and_repr():
     model = LdSM(n_trees=5, routing="sigmoid")
     params = model.get_params()
-    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 29
+    assert params["n_trees"] == 5 and params["arity"] == 2 and len(params) == 30
     assert model.set_params(arity=3, verbose=True) is model
     assert model.arity == 3
     assert repr(model) == "LdSM(n_trees=5, arity=3, routing='sigmoid', verbose=True)"
@@ -392,23 +394,26 @@ def test_older_files_with_a_reranker_load_as_a_reranked_stage(rng, tmp_path):
 
 
 @needs_build_tree
-def test_files_of_format_version_5_route_rows_as_their_trees_grew(rng, tmp_path):
-    # Version 5 had no route_row_features: rows routed by max_row_features.
+def test_files_of_format_version_5_predict_as_they_did(rng, tmp_path):
+    # Version 5 had no route_row_features nor predict_candidates: rows routed
+    # by max_row_features, the n_candidates best labels re-scored.
     X, labels, _ = clustered_problem(rng, 80)
     Y_wide = labels_for_the_wide_descent(X.shape[0])
-    model = LdSM(**FAST, max_row_features=4, random_state=3).fit(X, Y_wide)
+    model = LdSM(**FAST, max_row_features=4, n_candidates=20, random_state=3).fit(X, Y_wide)
     assert model.route_row_features_ is None
+    assert model.resolved_params_["predict_candidates"] == WIDE_DESCENT_PREDICT_CANDIDATES
     path = tmp_path / "model.npz"
     model.save(path)
     with np.load(path) as archive:
         params = json.loads(archive["__meta__"].tobytes())["params"]
     for section in ("hyper_parameters", "resolved"):
-        del params[section]["route_row_features"]
+        del params[section]["route_row_features"], params[section]["predict_candidates"]
     rewrite_meta(path, params=params, format_version=5)
     loaded = LdSM.load(path)
     assert (loaded.route_row_features, loaded.route_row_features_) == (4, 4)
-    routed_cut = LdSM(**FAST, max_row_features=4, route_row_features=4, random_state=3).fit(
-        X, Y_wide)
+    assert (loaded.predict_candidates, loaded.resolved_params_["predict_candidates"]) == (20, 20)
+    routed_cut = LdSM(**FAST, max_row_features=4, route_row_features=4, n_candidates=20,
+                      predict_candidates=20, random_state=3).fit(X, Y_wide)
     np.testing.assert_array_equal(loaded.predict_scores(X).toarray(),
                                   routed_cut.predict_scores(X).toarray())
     assert not np.array_equal(loaded.predict_scores(X).toarray(),
@@ -806,6 +811,34 @@ def test_trees_grown_on_cut_rows_can_route_rows_whole(rng, tmp_path):
     assert (loaded.route_row_features, loaded.route_row_features_) == (None, None)
     np.testing.assert_array_equal(loaded.predict_scores(X).toarray(),
                                   whole.predict_scores(X).toarray())
+
+
+def test_prediction_rescores_more_candidates_under_the_wide_descent():
+    assert resolve_predict_candidates("auto", 200, 0.5, 0.5, 10**6) == 200
+    assert resolve_predict_candidates("auto", 1000, 0.05, 0.5, 10**6) == (
+        WIDE_DESCENT_PREDICT_CANDIDATES)
+    assert resolve_predict_candidates("auto", 1000, 0.05, 0.5, 900) == 900
+    assert resolve_predict_candidates(30, 1000, 0.05, 0.5, 900) == 30
+    assert resolve_predict_candidates(3000, 10, 0.5, 0.5, 900) == 900
+
+
+@needs_build_tree
+def test_predict_candidates_change_prediction_not_training(rng):
+    X, labels, _ = clustered_problem(rng, 80)
+    Y_wide = labels_for_the_wide_descent(X.shape[0])
+    linear = {**FAST, "leaf_model": "linear", "n_candidates": 20, "random_state": 5}
+    few = LdSM(**linear, predict_candidates=3).fit(X, Y_wide)
+    many = LdSM(**linear, predict_candidates=60).fit(X, Y_wide)
+    assert (few._forest.n_candidates, many._forest.n_candidates) == (3, 60)
+    np.testing.assert_array_equal(few.label_weights_.toarray(), many.label_weights_.toarray())
+    np.testing.assert_array_equal(few.label_bias_, many.label_bias_)
+    # Only the 3 best labels by histogram get a score; the 60 best include them.
+    few_scores, many_scores = few.predict_scores(X), many.predict_scores(X)
+    assert np.diff(few_scores.indptr).max() <= 3
+    assert np.diff(many_scores.indptr).max() > 3
+    rows, cols = few_scores.nonzero()
+    np.testing.assert_allclose(np.asarray(few_scores[rows, cols]).ravel(),
+                               np.asarray(many_scores[rows, cols]).ravel(), rtol=1e-6)
 
 
 def test_rows_route_as_they_grew_the_trees_unless_the_descent_is_wide():

@@ -55,7 +55,8 @@ def test_documents_in_label_names_out(fitted):
 def test_missing_labels_are_padded_with_the_empty_name():
     texts, labels = corpus()
     # Two candidates per document: the other labels have no score.
-    two = TextClassifier(small_ldsm().set_params(n_candidates=2), min_count=1).fit(texts, labels)
+    learner = small_ldsm().set_params(n_candidates=2, predict_candidates=2)
+    two = TextClassifier(learner, min_count=1).fit(texts, labels)
     names, scores = two.predict_top_k(["crude barrel opec"], k=10)
     assert names.shape == (1, len(TOPICS))  # k is capped at the labels
     assert list(names[0, 2:]) == [""] * (len(TOPICS) - 2) and not scores[0, 2:].any()

@@ -67,8 +67,11 @@ __all__ = ["FORMAT_VERSION", "OLDEST_READABLE_VERSION", "ModelFile", "save_model
 #:    kept a CSR row per regressor and are converted at load, by LdSM and by
 #:    the models that hold one (``Reranked``, ``TextClassifier``).
 #: 6. LdSM's ``route_row_features``: the features of a row that route it,
-#:    apart from those that grew the trees (``max_row_features``). Older
-#:    files routed rows by the features the trees grew on, and load so.
+#:    apart from those that grew the trees (``max_row_features``), and
+#:    ``predict_candidates``: the labels prediction re-scores, apart from those
+#:    the classifiers trained on (``n_candidates``). Older files routed rows
+#:    by the features the trees grew on and re-scored ``n_candidates``, and
+#:    load so.
 FORMAT_VERSION = 6
 
 #: Files of versions ``OLDEST_READABLE_VERSION`` to ``FORMAT_VERSION`` are read;

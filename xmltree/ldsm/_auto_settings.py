@@ -14,10 +14,11 @@ __all__ = ["LEAF_SIZE", "LEAVES_PER_LABEL", "MAX_AUTO_NODES", "FULL_FLOOR_NODES"
            "MANY_FEATURES_HISTOGRAM_WEIGHT", "MAX_LEAF_LABELS", "MAX_WIDE_BRANCHES",
            "FEW_WIDE_BRANCHES", "MAX_ROW_FEATURES", "MAX_CUT_ROW_LENGTH", "EPOCHS",
            "SHORT_ROW_EPOCHS", "EPOCH_TOLERANCE", "CANDIDATES", "WIDE_DESCENT_CANDIDATES",
-           "auto_node_budget", "auto_weight_floor", "resolve_descent_threshold",
-           "resolve_histogram_weight", "resolve_max_wide_branches", "resolve_max_leaf_labels",
-           "resolve_max_row_features", "resolve_route_row_features", "resolve_epochs",
-           "resolve_epoch_tolerance", "resolve_n_candidates", "CLASSIFIER_C", "resolve_C"]
+           "WIDE_DESCENT_PREDICT_CANDIDATES", "auto_node_budget", "auto_weight_floor",
+           "resolve_descent_threshold", "resolve_histogram_weight", "resolve_max_wide_branches",
+           "resolve_max_leaf_labels", "resolve_max_row_features", "resolve_route_row_features",
+           "resolve_epochs", "resolve_epoch_tolerance", "resolve_n_candidates",
+           "resolve_predict_candidates", "CLASSIFIER_C", "resolve_C"]
 
 #: Training examples per leaf that ``max_nodes=None`` aims at: small leaves
 #: make the histograms local and the candidates precise.
@@ -72,15 +73,23 @@ WIDE_DESCENT_HISTOGRAM_WEIGHT = 0.0
 MANY_FEATURES = 65536
 MANY_FEATURES_HISTOGRAM_WEIGHT = 0.0
 
-#: Labels per example that the linear leaves re-score, and that make up the
-#: labels' training neighbourhoods. Under the training rule's descent ten
-#: trees reach a few hundred labels at most. The wide descent reaches several
-#: times as many true labels as the best 200 by histogram keep, and keeping
-#: 1000 turns that recall into precision once the classifiers are trained on
-#: the same wider neighbourhoods ("More candidates, at fit and at
-#: prediction").
+#: Labels per example that make up the labels' training neighbourhoods (and
+#: that the linear leaves re-score under the training rule's descent). Under
+#: the training rule's descent ten trees reach a few hundred labels at most.
+#: The wide descent reaches several times as many true labels as the best 200
+#: by histogram keep, and keeping 1000 turns that recall into precision once
+#: the classifiers are trained on the same wider neighbourhoods ("More
+#: candidates, at fit and at prediction").
 CANDIDATES = 200
 WIDE_DESCENT_CANDIDATES = 1000
+
+#: Labels per example that the linear leaves re-score at prediction under the
+#: wide descent. The classifiers trained on ``WIDE_DESCENT_CANDIDATES``
+#: neighbourhoods rank a longer list well, and the true labels the histograms
+#: place beyond the first 1000 are many once the trees are large; re-scoring
+#: them costs a little prediction time and no fit time ("Candidates at
+#: prediction").
+WIDE_DESCENT_PREDICT_CANDIDATES = 4000
 
 #: Children a path of the wide descent may take that only its threshold
 #: admits (the training rule's are always taken): as the trees grow, more
@@ -297,7 +306,7 @@ def resolve_epochs(setting, n_rows: int, n_entries: int, descent_threshold: floa
 
 def resolve_n_candidates(setting, descent_threshold: float, training_threshold: float,
                          n_labels: int) -> int:
-    """The labels per example the linear leaves re-score and train on.
+    """The labels per training example the linear leaves train on.
 
     "auto" gives ``WIDE_DESCENT_CANDIDATES`` when the fitted trees send
     examples to children scoring below the training rule's threshold
@@ -307,6 +316,21 @@ def resolve_n_candidates(setting, descent_threshold: float, training_threshold: 
     if setting == "auto":
         wide = descent_threshold < training_threshold
         setting = WIDE_DESCENT_CANDIDATES if wide else CANDIDATES
+    return min(setting, n_labels)
+
+
+def resolve_predict_candidates(setting, n_candidates: int, descent_threshold: float,
+                               training_threshold: float, n_labels: int) -> int:
+    """The labels per example the linear leaves re-score at prediction.
+
+    "auto" gives ``WIDE_DESCENT_PREDICT_CANDIDATES`` when the fitted trees
+    descend more widely than they were trained (`descent_threshold` <
+    `training_threshold`), else `n_candidates` (those the classifiers were
+    trained on, resolved). Never more than the `n_labels` labels.
+    """
+    if setting == "auto":
+        wide = descent_threshold < training_threshold
+        setting = WIDE_DESCENT_PREDICT_CANDIDATES if wide else n_candidates
     return min(setting, n_labels)
 
 

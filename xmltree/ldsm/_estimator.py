@@ -132,14 +132,14 @@ class LdSM(TopKEstimator):
         descent as in LIBLINEAR), trained on the label's *tree
         neighbourhood* (the training examples that have the label among
         their own ``n_candidates`` best histogram labels, plus every example
-        carrying it); an example's ``n_candidates`` best labels by histogram
-        score ``h`` are then scored ``sigmoid(4 z) ** (1 - histogram_weight)
+        carrying it); an example's ``predict_candidates`` best labels by
+        histogram score ``h`` are then scored ``sigmoid(4 z) ** (1 - histogram_weight)
         * h ** histogram_weight``, with ``z`` the classifier's margin (its bias
         logit-adjusted: raised by ``-0.05 log(prior) / 4`` for a label
         carried by that share of the training examples, so that the
         regulariser's pull on rare labels does not rank them too low), and
         the other labels get no score. Training and prediction cost per
-        example grow with ``n_candidates``, not with the number of labels.
+        example grow with the candidates, not with the number of labels.
     C : float or "auto", default="auto"
         Weight of the classifiers' squared hinge loss against their L2
         regulariser ("linear" leaves), > 0; larger fits the training data
@@ -156,14 +156,21 @@ class LdSM(TopKEstimator):
         labels follow the features with little noise and keeps more weights
         (``benchmarks/README.md``, "Choosing C at fit").
     n_candidates : int or "auto", default="auto"
-        Labels per example that linear leaves re-score at prediction, and
-        that make up the label neighbourhoods at training, >= 1; at most the
-        number of labels is used (memory and the classifiers' training grow
-        with rows x candidates). "auto": 1000 when the trees descend more
-        widely than they were trained (see `descent_threshold`: they then
-        reach more of an example's labels than the best 200 keep), else 200
-        (``benchmarks/README.md``, "More candidates, at fit and at
+        Labels per training example, its best by histogram score, that make
+        up the label neighbourhoods the linear leaves train on, >= 1; at
+        most the number of labels is used (memory and the classifiers'
+        training grow with rows x candidates). "auto": 1000 when the trees
+        descend more widely than they were trained (see `descent_threshold`:
+        they then reach more of an example's labels than the best 200 keep),
+        else 200 (``benchmarks/README.md``, "More candidates, at fit and at
         prediction").
+    predict_candidates : int or "auto", default="auto"
+        Labels per example, its best by histogram score, that linear leaves
+        re-score at prediction, >= 1; at most the number of labels is used.
+        Prediction time grows slowly with it, fit time not at all. "auto":
+        4000 when the trees descend more widely than they were trained,
+        else the resolved `n_candidates` (``benchmarks/README.md``,
+        "Candidates at prediction").
     histogram_weight : float or "auto", default="auto"
         Exponent of the histogram score in the linear leaves' blend, in
         [0, 1]: 0 ranks by the classifiers alone, 1 by the histograms alone.
@@ -321,8 +328,8 @@ class LdSM(TopKEstimator):
                  epoch_tolerance="auto", lambda1=2.0, lambda2=1.0, optimizer="nag",
                  learning_rate=0.1, routing="margin",
                  weight_threshold=0.05, leaf_scores="frequency", leaf_aggregation="mean",
-                 leaf_model="linear", C="auto", n_candidates="auto", histogram_weight="auto",
-                 descent_threshold="auto", max_wide_branches="auto",
+                 leaf_model="linear", C="auto", n_candidates="auto", predict_candidates="auto",
+                 histogram_weight="auto", descent_threshold="auto", max_wide_branches="auto",
                  max_leaf_labels="auto", max_row_features="auto", route_row_features="auto",
                  feature_scaling="auto",
                  max_weights_per_regressor=2048, max_weights_per_example=4.0,
@@ -343,6 +350,7 @@ class LdSM(TopKEstimator):
         self.leaf_model = leaf_model
         self.C = C
         self.n_candidates = n_candidates
+        self.predict_candidates = predict_candidates
         self.histogram_weight = histogram_weight
         self.descent_threshold = descent_threshold
         self.max_wide_branches = max_wide_branches

@@ -4,14 +4,14 @@ A leaf histogram scores a label by how often it occurs among the leaf's
 training examples, whatever the example being predicted looks like. Linear
 leaves add a discriminative model: every label gets a sparse linear
 classifier (``xmltree.ldsm._label_models``), and at prediction an example's
-``n_candidates`` best labels by histogram score are re-scored with
+``predict_candidates`` best labels by histogram score are re-scored with
 ``sigmoid(MARGIN_SCALE * margin) ** (1 - histogram_weight) * histogram **
 histogram_weight`` (``xmltree.ldsm._forest.Forest.use_label_models``).
 
 Which examples train a label's classifier is what keeps this a tree method
 rather than a one-vs-rest model over all labels: the label's *neighbourhood*,
 the training examples that have the label among their own ``n_candidates``
-best labels in the forest (the labels prediction re-scores), plus the examples
+best labels in the forest (the first of those prediction re-scores), plus the examples
 carrying it. So each label learns from all its positives (as PLT and Parabel
 do) against the hard negatives the trees put next to them, and an example
 trains at most ``n_candidates`` + (its labels) classifiers, whatever the
@@ -195,8 +195,9 @@ class LinearLeaves:
         return cls(weights, bias, resolved={"C": C})
 
     def install(self, forest, settings: dict) -> None:
-        """Make `forest` re-score its ``n_candidates`` best labels with the classifiers."""
-        forest.use_label_models(self.weights, self.bias, n_candidates=settings["n_candidates"],
+        """Make `forest` re-score its ``predict_candidates`` best labels with the classifiers."""
+        forest.use_label_models(self.weights, self.bias,
+                                n_candidates=settings["predict_candidates"],
                                 histogram_weight=settings["histogram_weight"],
                                 margin_scale=MARGIN_SCALE)
 
@@ -226,8 +227,8 @@ def fit_linear_leaves(forest, X: sp.csr_matrix, Y: sp.csr_matrix, *, C: float | 
         Weight of the squared hinge loss against the L2 regulariser;
         "auto": chosen by :func:`choose_C`.
     n_candidates : int
-        Labels per example that prediction re-scores: an example joins the
-        neighbourhoods of as many of its best labels (see the module notes).
+        Labels per training example: an example joins the neighbourhoods of
+        as many of its best labels (see the module notes).
     seed : int
         Seed of the random negatives and of the solver's visiting orders.
     n_threads : int

@@ -53,8 +53,11 @@ LDSM_PARAMS = (
           help="loss weight of the label classifiers (inverse regularisation; auto: "
           "0.35, or chosen on training rows set aside with the wider descent)"),
     Param("n_candidates", "int", 1, MAX_INDEX, words=AUTO,
-          help="labels per example the label classifiers re-score (auto: 1000 with the "
+          help="labels per example the label classifiers train on (auto: 1000 with the "
           "wider descent, else 200)"),
+    Param("predict_candidates", "int", 1, MAX_INDEX, words=AUTO,
+          help="labels per example the label classifiers re-score at prediction (auto: "
+          "4000 with the wider descent, else n_candidates)"),
     Param("histogram_weight", "real", 0.0, 1.0, words=AUTO,
           help="weight of the leaf histograms in the blend, in [0, 1]"),
     Param("descent_threshold", "real", words=AUTO_OR_NONE,
@@ -96,11 +99,12 @@ PAPER_CONFIGURATION = {"leaf_model": "histogram", "leaf_scores": "distribution",
 #: Settings that only prediction reads: ``merge`` (and older model files)
 #: take them from the hyper-parameters and resolve them anew.
 PREDICTION_ONLY = ("descent_threshold", "max_wide_branches", "leaf_aggregation",
-                   "histogram_weight", "route_row_features")
+                   "histogram_weight", "route_row_features", "predict_candidates")
 
 #: Settings a fitted model must hold resolved (never "auto").
 PREDICTION_SETTINGS = ("descent_threshold", "max_wide_branches", "max_row_features",
-                       "route_row_features", "histogram_weight", "n_candidates")
+                       "route_row_features", "histogram_weight", "n_candidates",
+                       "predict_candidates")
 
 #: Hyper-parameters that may differ between the shards given to ``merge``.
 SHARD_PARAMS = ("n_trees", "random_state", "first_tree", "n_jobs", "verbose")

@@ -102,7 +102,8 @@ def upgrade_state(version: int, params: dict, arrays: dict,
     :class:`xmltree.rerank.Reranked`) stays in ``params["reranker"]``. Files
     of versions 1-4 stored each regressor's weights as a row of their own;
     they get one list of feature ids a node (``weights_by_node``). Files of
-    versions 1-5 routed rows by the features that grew the trees.
+    versions 1-5 routed rows by the features that grew the trees and
+    re-scored the candidates the classifiers were trained on.
     """
     if not isinstance(params, dict) or not isinstance(params.get("hyper_parameters"), dict):
         return params, arrays  # refused by fitted_from_state
@@ -111,7 +112,7 @@ def upgrade_state(version: int, params: dict, arrays: dict,
     if version < 5:
         arrays = _weights_by_node(params, arrays)
     if version < 6:
-        params = _routed_as_grown(params)
+        params = _predicting_as_saved(params)
     return params, arrays
 
 
@@ -130,12 +131,17 @@ def _settings_as_version_4(version: int, params: dict, arrays: dict, defaults: d
     return params
 
 
-def _routed_as_grown(params: dict) -> dict:
-    """`params` of a file of versions 1-5 with ``route_row_features`` set as it predicted:
-    rows routed by the features that grew the trees, the given and the resolved ones."""
-    routed = {key: {**params[key], "route_row_features": params[key].get("max_row_features")}
-              for key in ("hyper_parameters", "resolved") if isinstance(params.get(key), dict)}
-    return {**params, **routed}
+def _predicting_as_saved(params: dict) -> dict:
+    """`params` of a file of versions 1-5, the settings added since set as it predicted.
+
+    Rows were routed by the features that grew the trees, and the labels
+    re-scored were those the classifiers were trained on; in the given
+    hyper-parameters and in the resolved settings alike.
+    """
+    as_saved = {key: {**params[key], "route_row_features": params[key].get("max_row_features"),
+                      "predict_candidates": params[key].get("n_candidates")}
+                for key in ("hyper_parameters", "resolved") if isinstance(params.get(key), dict)}
+    return {**params, **as_saved}
 
 
 def _weights_by_node(params: dict, arrays: dict) -> dict:

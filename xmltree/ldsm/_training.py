@@ -31,6 +31,7 @@ from ._auto_settings import (
     resolve_max_row_features,
     resolve_max_wide_branches,
     resolve_n_candidates,
+    resolve_predict_candidates,
     resolve_route_row_features,
 )
 from ._fitted import FittedLdSM
@@ -135,6 +136,9 @@ def resolve_before_trees(params: dict, scaler: FeatureScaler, X: sp.csr_matrix,
                                         fitted_threshold, training_threshold)
     settings["n_candidates"] = resolve_n_candidates(settings["n_candidates"], fitted_threshold,
                                                     training_threshold, n_labels)
+    settings["predict_candidates"] = resolve_predict_candidates(
+        settings["predict_candidates"], settings["n_candidates"], fitted_threshold,
+        training_threshold, n_labels)
     settings["C"] = resolve_C(settings["C"], fitted_threshold, training_threshold)
     return settings
 
@@ -169,6 +173,9 @@ def resolve_for_prediction(settings: dict, hyper: dict, n_features: int, n_label
                 # Files from before the rule hold a number, which stays.
                 "n_candidates": resolve_n_candidates(settings["n_candidates"], fitted_threshold,
                                                      training_threshold, n_labels)}
+    settings["predict_candidates"] = resolve_predict_candidates(
+        hyper["predict_candidates"], settings["n_candidates"], fitted_threshold,
+        training_threshold, n_labels)
     return resolve_after_trees(settings, trees)
 
 
