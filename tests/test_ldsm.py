@@ -102,7 +102,9 @@ def clustered_problem(rng, n_samples, n_features=30, n_labels=10):
     ("n_jobs", 0), ("n_jobs", "all"), ("arity", True), ("max_weights_per_regressor", 0),
     ("max_weights_per_regressor", 10.0), ("max_weights_per_example", 0.0),
     ("max_weights_per_example", "many"), ("max_row_features", 0),
-    ("max_row_features", 2.5), ("max_row_features", "all"),
+    ("max_row_features", 2.5), ("max_row_features", "all"), ("route_row_features", 0),
+    ("route_row_features", 2.5), ("predict_candidates", 0), ("predict_candidates", None),
+    ("predict_candidates", "many"),
 ])
 def test_invalid_parameters_are_reported_at_fit(name, value):
     model = LdSM(**{name: value})  # __init__ only stores

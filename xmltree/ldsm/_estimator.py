@@ -133,13 +133,14 @@ class LdSM(TopKEstimator):
         neighbourhood* (the training examples that have the label among
         their own ``n_candidates`` best histogram labels, plus every example
         carrying it); an example's ``predict_candidates`` best labels by
-        histogram score ``h`` are then scored ``sigmoid(4 z) ** (1 - histogram_weight)
-        * h ** histogram_weight``, with ``z`` the classifier's margin (its bias
-        logit-adjusted: raised by ``-0.05 log(prior) / 4`` for a label
-        carried by that share of the training examples, so that the
-        regulariser's pull on rare labels does not rank them too low), and
-        the other labels get no score. Training and prediction cost per
-        example grow with the candidates, not with the number of labels.
+        histogram score ``h`` are then scored
+        ``sigmoid(4 z) ** (1 - histogram_weight) * h ** histogram_weight``,
+        with ``z`` the classifier's margin (its bias logit-adjusted: raised
+        by ``-0.05 log(prior) / 4`` for a label carried by that share of the
+        training examples, so that the regulariser's pull on rare labels
+        does not rank them too low), and the other labels get no score.
+        Training and prediction cost per example grow with the candidates,
+        not with the number of labels.
     C : float or "auto", default="auto"
         Weight of the classifiers' squared hinge loss against their L2
         regulariser ("linear" leaves), > 0; larger fits the training data
@@ -220,9 +221,9 @@ class LdSM(TopKEstimator):
         have more than 48 non-zero features on average, unless the trees
         descend by the wider rule (see `descent_threshold`) and either may
         grow more than 32768 nodes (`max_nodes`) or the rows average more
-        than 192 features, else None (measured
-        in ``benchmarks/README.md``, "Features a row grows the trees with"
-        and "Cut trees, routed whole").
+        than 192 features, else None (measured in ``benchmarks/README.md``,
+        "Features a row grows the trees with" and "Cut trees, routed
+        whole").
     route_row_features : int, None or "auto", default="auto"
         Features of a row that route it down the fitted trees (when
         predicting, and when the linear leaves gather each label's training
