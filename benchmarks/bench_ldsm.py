@@ -24,8 +24,10 @@ first 80% of the rows train. LdSM runs at its defaults unless options say otherw
 ``--suite`` runs every model on ``SUITE`` (``--datasets`` may narrow it) and ends with one
 table: per set, LdSM's P@1 / P@5 / PSP@5 beside the best peer's, LdSM's fit time over napkinXC
 PLT's and its prediction time over PECOS XR-Linear's, then the sets where LdSM is at least the
-best peer per metric and the median fit ratio. PECOS (``pip install libpecos``) joins the peers
-when it imports.
+best peer per metric and the median fit ratio. Each cell also gives LdSM's lead over that peer
+with its standard error over the test rows, the runs compared row by row (a paired error,
+far below either score's own), and the table ends with the sets where the best peer leads by
+more than two of them. PECOS (``pip install libpecos``) joins the peers when it imports.
 
 A model whose run fails, is killed (by the out-of-memory killer, say) or outgrows
 ``--memory-limit-mb`` is reported as such (in the tables and under ``"failed"`` in the JSON
@@ -51,7 +53,7 @@ from xmltree.benchmark import METRIC_KEYS, RunFailed, measure
 from xmltree.cli import _rerank_setting
 from xmltree.datasets import write_xc
 from xmltree.ldsm._params import LDSM_PARAMS
-from xmltree.metrics import inverse_propensity
+from xmltree.metrics import inverse_propensity, paired_difference
 from xmltree.rerank import Reranked, make_reranker
 
 PEERS = ("napkinxc-plt", "napkinxc-br", "napkinxc-ovr", "omikuji-parabel", "omikuji-bonsai",
@@ -231,10 +233,16 @@ def first_run_by_model(runs: list[dict]) -> dict[str, dict]:
 #: The scores the suite table sets LdSM against the best peer on.
 SUITE_METRICS = ("P@1", "P@5", "PSP@5")
 
+#: Paired standard errors by which a peer must lead for the suite table to count LdSM
+#: as clearly behind it: a lead within two is what another split of the rows could undo.
+CLEARLY_BEHIND_ERRORS = 2.0
+
 
 def suite_rows(results: dict) -> list[dict]:
     """Per dataset with LdSM (its first ``--n-trees``) and a peer: for each of
-    ``SUITE_METRICS`` ``(LdSM's, the best peer's, which peer)``, with ``fit_ratio`` (LdSM's
+    ``SUITE_METRICS`` ``(LdSM's, the best peer's, which peer)``, ``errors`` (the standard
+    error of LdSM's lead over that peer, by metric, NaN where the runs were not paired:
+    :func:`pair_with_ldsm`), ``fit_ratio`` (LdSM's
     fit seconds over napkinXC PLT's), ``fit_cpu_ratio`` (the same in CPU seconds, steadier on
     a shared machine) and ``predict_ratio`` (LdSM's prediction ms/example over PECOS
     XR-Linear's), NaN without that peer."""
@@ -244,10 +252,11 @@ def suite_rows(results: dict) -> list[dict]:
         ldsm = by_model.pop("ldsm", None)
         if ldsm is None or not by_model:
             continue
-        row = {"dataset": dataset}
+        row = {"dataset": dataset, "errors": {}}
         for key in SUITE_METRICS:
             best = max(by_model, key=lambda model: by_model[model][key])
             row[key] = (ldsm[key], by_model[best][key], best)
+            row["errors"][key] = by_model[best].get("vs_ldsm", {}).get(key, (np.nan, np.nan))[1]
         for ratio, peer, cost in (("fit_ratio", "napkinxc-plt", "train_s"),
                                   ("fit_cpu_ratio", "napkinxc-plt", "train_cpu_s"),
                                   ("predict_ratio", "pecos-xrlinear", "predict_ms_per_example")):
@@ -265,18 +274,35 @@ def print_suite(results: dict) -> None:
           + " | fit LdSM / PLT (CPU) | predict LdSM / XR-Linear |")
     print("|---" * (len(SUITE_METRICS) + 3) + "|")
     for row in rows:
-        cells = [f"{100 * ours:.2f} / {100 * best:.2f} ({peer})"
-                 for ours, best, peer in (row[key] for key in SUITE_METRICS)]
+        cells = [_suite_cell(*row[key], row["errors"][key]) for key in SUITE_METRICS]
         print(f"| {row['dataset']} | " + " | ".join(cells)
               + f" | {row['fit_ratio']:.2f}x ({row['fit_cpu_ratio']:.2f}x)"
               f" | {row['predict_ratio']:.2f}x |")
     wins = ", ".join(f"{key} {sum(row[key][0] >= row[key][1] for row in rows)}"
                      for key in SUITE_METRICS)
+    behind = ", ".join(f"{key} {sum(_clearly_behind(row, key) for row in rows)}"
+                       for key in SUITE_METRICS)
     real = [row for row in rows if "@" not in row["dataset"]]
     medians = [np.nanmedian([row[key] for row in real]) if real else float("nan")
                for key in ("fit_ratio", "fit_cpu_ratio")]
     print(f"\nLdSM >= the best peer on {wins} of {len(rows)} sets; median fit ratio "
           f"LdSM / PLT over the {len(real)} real sets {medians[0]:.2f}x (CPU {medians[1]:.2f}x)")
+    print(f"LdSM behind the best peer by more than {CLEARLY_BEHIND_ERRORS:g} paired standard "
+          f"errors on {behind} sets")
+
+
+def _suite_cell(ours: float, best: float, peer: str, error: float) -> str:
+    """``LdSM / best peer (peer)``, with LdSM's lead and its paired standard error when
+    the runs were paired, in points."""
+    lead = "" if np.isnan(error) else f"; {100 * (ours - best):+.2f} ± {100 * error:.2f}"
+    return f"{100 * ours:.2f} / {100 * best:.2f} ({peer}{lead})"
+
+
+def _clearly_behind(row: dict, key: str) -> bool:
+    """Whether the best peer leads LdSM on `key` by more than ``CLEARLY_BEHIND_ERRORS``
+    paired standard errors (never, where the runs were not paired)."""
+    ours, best, _ = row[key]
+    return bool(best - ours > CLEARLY_BEHIND_ERRORS * row["errors"][key])
 
 
 def plot(results: dict, directory: Path, arity: int) -> None:
@@ -406,7 +432,8 @@ def run_dataset(dataset: str, args: argparse.Namespace,
     rows, failures = [], []
     for name, model, n_trees, runner in runs:
         try:
-            result = measure(runner, data, inv_propensity, memory_limit_mb=args.memory_limit_mb)
+            result = measure(runner, data, inv_propensity, memory_limit_mb=args.memory_limit_mb,
+                             keep_labels=True)
         except RunFailed as failure:
             print(f"{name} on {dataset} did not finish: {failure}")
             failures.append({"model": model, "n_trees": n_trees, "reason": failure.reason,
@@ -415,7 +442,23 @@ def run_dataset(dataset: str, args: argparse.Namespace,
         result.update(model=model, n_trees=n_trees, n_labels=int(data[1].shape[1]),
                       params=params)
         rows.append((name, result))
+    pair_with_ldsm([result for _, result in rows], data[3], inv_propensity)
     return rows, failures
+
+
+def pair_with_ldsm(results: list[dict], Y_test, inv_propensity) -> None:
+    """Give every run but LdSM's first ``vs_ldsm``: per ``SUITE_METRICS`` key, LdSM's lead
+    over it on the same test rows and the lead's standard error
+    (:func:`xmltree.metrics.paired_difference`); then drop every run's ``top_labels``."""
+    ldsm = next((result for result in results if result["model"] == "ldsm"), None)
+    for result in results:
+        if ldsm is not None and result is not ldsm:
+            result["vs_ldsm"] = {key: paired_difference(
+                Y_test, ldsm["top_labels"], result["top_labels"], key.split("@")[0],
+                int(key.split("@")[1]), inv_propensity=inv_propensity)
+                for key in SUITE_METRICS}
+    for result in results:
+        result.pop("top_labels", None)
 
 
 def main(argv=None) -> None:

@@ -107,6 +107,38 @@ def test_suite_table_counts_the_sets_where_ldsm_leads(bench_ldsm, capsys):
     assert "over the 2 real sets 1.75x (CPU 2.50x)" in out
 
 
+def test_suite_table_gives_the_paired_error_of_each_lead(bench_ldsm, capsys):
+    paired = {"P@1": (-0.1, 0.02), "P@5": (0.0, 0.01), "PSP@5": (-0.01, 0.01)}
+    results = {"a": [_run("ldsm"), _run("napkinxc-plt", vs_ldsm=paired,
+                                        **{"P@1": 0.6, "PSP@5": 0.31})],
+               "b": [_run("ldsm"), _run("napkinxc-plt")]}  # not paired
+    bench_ldsm.print_suite(results)
+    out = capsys.readouterr().out
+    assert "| a | 50.00 / 60.00 (napkinxc-plt; -10.00 ± 2.00) | 20.00 / 20.00 (napkinxc-plt; " \
+           "+0.00 ± 1.00) | 30.00 / 31.00 (napkinxc-plt; -1.00 ± 1.00)" in out
+    assert "| b | 50.00 / 50.00 (napkinxc-plt) |" in out
+    # Behind by 5 errors on P@1 counts; by one on PSP@5 does not, nor unpaired runs.
+    assert "by more than 2 paired standard errors on P@1 1, P@5 0, PSP@5 0 sets" in out
+
+
+def test_runs_are_paired_with_ldsm_row_by_row(bench_ldsm):
+    from xmltree.metrics import paired_difference
+
+    rng = np.random.default_rng(0)
+    Y = sp.csr_matrix((rng.random((30, 12)) < 0.3).astype(np.float32))
+    q = rng.uniform(1, 3, 12)
+    labels = [np.argsort(-rng.random((30, 12)), axis=1)[:, :5] for _ in range(3)]
+    results = [{"model": "omikuji-parabel", "top_labels": labels[0]},
+               {"model": "ldsm", "top_labels": labels[1]},
+               {"model": "ldsm", "top_labels": labels[2]}]  # another --n-trees
+    bench_ldsm.pair_with_ldsm(results, Y, q)
+    assert results[0]["vs_ldsm"]["PSP@5"] == paired_difference(Y, labels[1], labels[0], "PSP",
+                                                                5, inv_propensity=q)
+    assert results[0]["vs_ldsm"]["P@1"] == paired_difference(Y, labels[1], labels[0], "P", 1)
+    assert "vs_ldsm" not in results[1] and "vs_ldsm" in results[2]
+    assert not any("top_labels" in result for result in results)
+
+
 def test_suite_runs_only_its_own_sets(bench_ldsm):
     args = bench_ldsm.parse_args(["--suite", "--datasets", "ohsumed", "bibtex"])
     assert args.datasets == ["bibtex", "ohsumed"]  # in the suite's order
@@ -341,6 +373,9 @@ def _grows(data, timer):
 def test_measure_returns_the_childs_scores():
     result = _measure_within(60, _perfect)["result"]
     assert result["P@1"] == 1.0 and result["model_mb"] == 1.0 and result["peak_rss_mb"] > 0
+    assert "top_labels" not in result
+    kept = _measure_within(60, _perfect, keep_labels=True)["result"]["top_labels"]
+    assert kept.dtype == np.int64 and kept.tolist() == [[0], [1], [2]]
 
 
 @pytest.mark.parametrize("runner, reason", [(_killed, "killed by SIGKILL"),

@@ -13,6 +13,7 @@ from xmltree.metrics import (
     evaluate,
     inverse_propensity,
     ndcg_at_k,
+    paired_difference,
     precision_at_k,
     psndcg_at_k,
     psprecision_at_k,
@@ -232,6 +233,70 @@ def test_metrics_match_reference_for_every_prediction_form(problem, k):
                 f"PSnDCG@{k}": psndcg_at_k(Y_true, Y_pred, q, k),
             }
             assert got == pytest.approx(expected_here, rel=1e-12)
+
+
+def reference_row_shares(true_sets, rankings, k, q) -> dict:
+    """Each row's share of every paired metric, in plain Python: the mean over
+    rows is the metric (the propensity-scored ones over their oracle's mean)."""
+
+    def dcg(ranking, truth, gain):
+        return sum(gain(label) / math.log2(j + 2)
+                   for j, label in enumerate(ranking[:k]) if label in truth)
+
+    shares = {name: [] for name in ("P", "nDCG", "R", "PSP", "PSnDCG")}
+    oracle = {"PSP": 0.0, "PSnDCG": 0.0}
+    for truth, ranking in zip(true_sets, rankings):
+        hits = [label for label in ranking[:k] if label in truth]
+        best = sorted(truth, key=lambda label: (-q[label], label))
+        ideal = sum(1 / math.log2(j + 2) for j in range(min(k, len(truth)))) or 1.0
+        shares["P"].append(len(hits) / k)
+        shares["nDCG"].append(dcg(ranking, truth, lambda label: 1.0) / ideal)
+        shares["R"].append(len(hits) / max(len(truth), 1))
+        shares["PSP"].append(sum(q[label] for label in hits) / k)
+        shares["PSnDCG"].append(dcg(ranking, truth, lambda label: q[label]) / ideal)
+        oracle["PSP"] += sum(q[label] for label in best[:k]) / k / len(true_sets)
+        oracle["PSnDCG"] += dcg(best, truth, lambda label: q[label]) / ideal / len(true_sets)
+    for name, mean in oracle.items():
+        shares[name] = [share / mean for share in shares[name]]
+    return shares
+
+
+@pytest.mark.parametrize("k", [1, 5])
+@pytest.mark.parametrize("metric", ["P", "nDCG", "R", "PSP", "PSnDCG"])
+def test_paired_difference_matches_a_row_by_row_reference(problem, metric, k):
+    Y, q = problem["Y"], problem["q"]
+    first = ranking_array(problem["row_dicts"], k)
+    # A second prediction that agrees on some rows and not on others.
+    second = ranking_array([{label: -score for label, score in row.items()}
+                            for row in problem["row_dicts"]], k)
+    second[::3] = first[::3]
+    difference, error = paired_difference(Y, first, second, metric, k, inv_propensity=q)
+    shares = [np.array(reference_row_shares(problem["true_sets"], ranking.tolist(), k, q)[metric])
+              for ranking in (first, second)]
+    rows = shares[0] - shares[1]
+    assert difference == pytest.approx(rows.mean(), rel=1e-12, abs=1e-15)
+    assert error == pytest.approx(rows.std(ddof=1) / math.sqrt(N_ROWS), rel=1e-12)
+    scores = [evaluate(Y, ranking, ks=(k,), inv_propensity=q)[f"{metric}@{k}"]
+              for ranking in (first, second)]
+    assert difference == pytest.approx(scores[0] - scores[1], rel=1e-12, abs=1e-15)
+
+
+def test_paired_difference_of_a_prediction_with_itself_is_zero(problem):
+    assert paired_difference(problem["Y"], problem["sparse"], problem["dense"], "P", 5) == (0, 0)
+
+
+@pytest.mark.parametrize("metric, q, message", [
+    ("coverage", None, "metric must be one of"), ("PSP", None, "PSP needs inv_propensity"),
+    ("PSnDCG", None, "PSnDCG needs inv_propensity")])
+def test_paired_difference_refuses_what_it_cannot_pair(problem, metric, q, message):
+    with pytest.raises(ValueError, match=message):
+        paired_difference(problem["Y"], problem["dense"], problem["dense"], metric, 5,
+                          inv_propensity=q)
+
+
+def test_paired_difference_checks_its_predictions(problem):
+    with pytest.raises(ValueError, match="rows"):
+        paired_difference(problem["Y"], problem["dense"], problem["dense"][:5], "P", 5)
 
 
 def test_evaluate_agrees_with_the_single_metric_functions(problem):

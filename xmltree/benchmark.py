@@ -90,7 +90,8 @@ class RunFailed(RuntimeError):
         self.reason = reason
 
 
-def measure(runner, data, inv_propensity, *, memory_limit_mb: float | None = None) -> dict:
+def measure(runner, data, inv_propensity, *, memory_limit_mb: float | None = None,
+            keep_labels: bool = False) -> dict:
     """Run ``runner(data, timer)`` in a forked child; return its metrics and costs.
 
     Parameters
@@ -108,6 +109,9 @@ def measure(runner, data, inv_propensity, *, memory_limit_mb: float | None = Non
         ``POLL_SECONDS``, is above this many MiB (Linux only): a run that
         would not fit the machine then ends with a report, not with the
         kernel's out-of-memory killer choosing what to end.
+    keep_labels : bool, default=False
+        Also return the predicted labels, to compare runs row by row
+        (:func:`xmltree.metrics.paired_difference`).
 
     Returns
     -------
@@ -115,7 +119,8 @@ def measure(runner, data, inv_propensity, *, memory_limit_mb: float | None = Non
         ``METRIC_KEYS``, the timer's phases (``train_s``, ``train_cpu_s``...),
         ``predict_ms_per_example`` (wall) and ``predict_cpu_ms_per_example``
         (CPU of all threads, steadier on a shared machine), ``peak_rss_mb``
-        of the child and ``extra``.
+        of the child and ``extra``; with `keep_labels`, ``top_labels`` (the
+        runner's labels as an int64 array).
 
     Raises
     ------
@@ -128,7 +133,8 @@ def measure(runner, data, inv_propensity, *, memory_limit_mb: float | None = Non
         raise ValueError("memory_limit_mb needs /proc/<pid>/status (Linux)")
     context = multiprocessing.get_context("fork")
     results = context.Queue()
-    process = context.Process(target=_child, args=(results, runner, data, inv_propensity))
+    process = context.Process(target=_child,
+                              args=(results, runner, data, inv_propensity, keep_labels))
     process.start()
     try:
         result = _wait_for_result(process, results, memory_limit_mb)
@@ -190,7 +196,7 @@ def _resident_mb(pid: int) -> float | None:
     return None
 
 
-def _child(queue, runner, data, inv_propensity):
+def _child(queue, runner, data, inv_propensity, keep_labels):
     # Some peers print progress bars on stderr (omikuji: thousands of lines);
     # errors travel back through the queue instead.
     os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
@@ -204,6 +210,8 @@ def _child(queue, runner, data, inv_propensity):
         result["predict_ms_per_example"] = 1000 * result.pop("predict_s") / n_test
         result["predict_cpu_ms_per_example"] = 1000 * result.pop("predict_cpu_s") / n_test
         result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        if keep_labels:
+            result["top_labels"] = np.asarray(labels, dtype=np.int64)
         queue.put(result)
     except BaseException:
         queue.put(traceback.format_exc())

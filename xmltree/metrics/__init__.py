@@ -16,7 +16,9 @@ and Varma, KDD 2016). All but coverage are means over *all* test rows:
 
 Each metric is also a scikit-learn scorer, for ``GridSearchCV``,
 ``cross_validate`` and the like: ``scoring=scorer("P@5")`` (see
-:func:`scorer`).
+:func:`scorer`). Two predictions of the same rows are compared with
+:func:`paired_difference`: the difference of a metric and its standard error
+over the rows.
 
 Conventions shared by every function
 ------------------------------------
@@ -52,6 +54,7 @@ from ._metrics import (
     coverage_at_k,
     evaluate,
     ndcg_at_k,
+    paired_difference,
     precision_at_k,
     psndcg_at_k,
     psprecision_at_k,
@@ -74,6 +77,7 @@ __all__ = [
     "inverse_propensity",
     "inverse_propensity_from_counts",
     "ndcg_at_k",
+    "paired_difference",
     "precision_at_k",
     "psndcg_at_k",
     "psprecision_at_k",
