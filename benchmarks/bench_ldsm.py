@@ -283,12 +283,19 @@ def print_suite(results: dict) -> None:
     behind = ", ".join(f"{key} {sum(_clearly_behind(row, key) for row in rows)}"
                        for key in SUITE_METRICS)
     real = [row for row in rows if "@" not in row["dataset"]]
-    medians = [np.nanmedian([row[key] for row in real]) if real else float("nan")
+    medians = [_finite_median([row[key] for row in real])
                for key in ("fit_ratio", "fit_cpu_ratio")]
     print(f"\nLdSM >= the best peer on {wins} of {len(rows)} sets; median fit ratio "
           f"LdSM / PLT over the {len(real)} real sets {medians[0]:.2f}x (CPU {medians[1]:.2f}x)")
     print(f"LdSM behind the best peer by more than {CLEARLY_BEHIND_ERRORS:g} paired standard "
           f"errors on {behind} sets")
+
+
+def _finite_median(values: list[float]) -> float:
+    """Median of the finite `values`; NaN (without NumPy's warning) when there are none,
+    as on sets where napkinXC PLT did not run."""
+    finite = [value for value in values if np.isfinite(value)]
+    return float(np.median(finite)) if finite else float("nan")
 
 
 def _suite_cell(ours: float, best: float, peer: str, error: float) -> str:

@@ -121,6 +121,15 @@ def test_suite_table_gives_the_paired_error_of_each_lead(bench_ldsm, capsys):
     assert "by more than 2 paired standard errors on P@1 1, P@5 0, PSP@5 0 sets" in out
 
 
+def test_suite_table_without_plt_gives_no_median_and_no_warning(bench_ldsm, capsys):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bench_ldsm.print_suite({"a": [_run("ldsm"), _run("omikuji-parabel")]})
+    assert "over the 1 real sets nanx (CPU nanx)" in capsys.readouterr().out
+
+
 def test_runs_are_paired_with_ldsm_row_by_row(bench_ldsm):
     from xmltree.metrics import paired_difference
 
