@@ -458,12 +458,12 @@ def pair_with_ldsm(results: list[dict], Y_test, inv_propensity) -> None:
     over it on the same test rows and the lead's standard error
     (:func:`xmltree.metrics.paired_difference`); then drop every run's ``top_labels``."""
     ldsm = next((result for result in results if result["model"] == "ldsm"), None)
+    metrics = [(key, *key.split("@")) for key in SUITE_METRICS]
     for result in results:
         if ldsm is not None and result is not ldsm:
             result["vs_ldsm"] = {key: paired_difference(
-                Y_test, ldsm["top_labels"], result["top_labels"], key.split("@")[0],
-                int(key.split("@")[1]), inv_propensity=inv_propensity)
-                for key in SUITE_METRICS}
+                Y_test, ldsm["top_labels"], result["top_labels"], metric, int(k),
+                inv_propensity=inv_propensity) for key, metric, k in metrics}
     for result in results:
         result.pop("top_labels", None)
 

@@ -187,7 +187,7 @@ def test_bench_ldsm_suite_prints_the_table(bench_ldsm, monkeypatch, capsys):
     bench_ldsm.main(["--suite", "--models", "ldsm", "napkinxc-plt", "--n-jobs", "1",
                      "--n-trees", "2", "--max-nodes", "15", "--epochs", "1"])
     out = capsys.readouterr().out
-    assert "| amazon670k-shape@0.002 | " in out and "(napkinxc-plt)" in out
+    assert "| amazon670k-shape@0.002 | " in out and "(napkinxc-plt; " in out  # paired
     assert " of 1 sets; median fit ratio LdSM / PLT over the 0 real sets nanx (CPU nanx)" in out
 
 

@@ -147,8 +147,6 @@ def evaluate(
             for k in ks if inv_propensity is not None or name not in _PROPENSITY_SCORED}
 
 
-
-
 @dataclass(frozen=True)
 class _Judgement:
     """A ranking compared with the truth, ready for any metric up to ``k_max``."""
@@ -299,7 +297,7 @@ def _weigh(labels: np.ndarray, hits: np.ndarray, weights: np.ndarray) -> np.ndar
 
 def _mean_cut_sum(gains: np.ndarray, k: int) -> float:
     """Mean over rows of the gains summed over the top ``k``, divided by ``k``."""
-    return float(gains[:, :k].sum() / (k * gains.shape[0]))
+    return float(np.mean(_row_cut_sums(gains, k)))
 
 
 def _mean_ndcg(gains: np.ndarray, n_true: np.ndarray, k: int) -> float:
@@ -397,18 +395,6 @@ def _scaled(rows: np.ndarray, oracle: float) -> np.ndarray:
     return rows / oracle if oracle != 0 else np.zeros_like(rows)
 
 
-#: Metric name -> each row's share of it: the mean of the rows is the metric.
-_ROW_METRICS = {
-    "P": lambda judged, k: _row_cut_sums(judged.hits, k),
-    "nDCG": lambda judged, k: _row_ndcg(judged.hits, judged.n_true, k),
-    "PSP": lambda judged, k: _scaled(_row_cut_sums(judged.gains, k),
-                                     _mean_cut_sum(judged.ideal_gains, k)),
-    "PSnDCG": lambda judged, k: _scaled(_row_ndcg(judged.gains, judged.n_true, k),
-                                        _mean_ndcg(judged.ideal_gains, judged.n_true, k)),
-    "R": lambda judged, k: _recall_by_row(judged, k),
-}
-
-
 def _precision(judged: _Judgement, k: int) -> float:
     return _mean_cut_sum(judged.hits, k)
 
@@ -444,6 +430,17 @@ def _coverage(judged: _Judgement, k: int) -> float:
 #: Metric name (as in :func:`evaluate`'s keys) -> its function of a judgement.
 _METRICS = {"P": _precision, "nDCG": _ndcg, "PSP": _psprecision, "PSnDCG": _psndcg,
             "R": _recall, "coverage": _coverage}
+
+#: Metric name -> each row's share of it: the mean of the rows is the metric.
+_ROW_METRICS = {
+    "P": lambda judged, k: _row_cut_sums(judged.hits, k),
+    "nDCG": lambda judged, k: _row_ndcg(judged.hits, judged.n_true, k),
+    "PSP": lambda judged, k: _scaled(_row_cut_sums(judged.gains, k),
+                                     _mean_cut_sum(judged.ideal_gains, k)),
+    "PSnDCG": lambda judged, k: _scaled(_row_ndcg(judged.gains, judged.n_true, k),
+                                        _mean_ndcg(judged.ideal_gains, judged.n_true, k)),
+    "R": _recall_by_row,
+}
 
 #: The metrics that weigh labels by their inverse propensity.
 _PROPENSITY_SCORED = ("PSP", "PSnDCG")
