@@ -74,15 +74,12 @@ cdef class NodeTrainer:
 
     cdef int start_node(self, const index_t* rows, index_t n_rows) except -1 nogil
     cdef void sort_node_features(self) noexcept nogil
-    cdef void copy_node_rows(self, const index_t* rows, index_t n_rows) noexcept nogil
+    cdef void local_rows(self) noexcept nogil
     cdef index_t train_node(self, const index_t* rows, index_t n_rows, float64_t* trace,
                             index_t* directions) noexcept nogil
     cdef bint converged(self, float64_t previous, float64_t current) noexcept nogil
     cdef index_t train_example(self, index_t position, index_t row,
                                 float64_t* chosen_objective) noexcept nogil
-    cdef void tabulate_terms(self, index_t n_labels) noexcept nogil
-    cdef index_t choose_subset(self, index_t n_labels) noexcept nogil
-    cdef void update_statistics(self, index_t m, float64_t pred, index_t n_labels) noexcept nogil
     cdef index_t weight_cap(self) noexcept nogil
     cdef void keep_largest(self, index_t m, index_t cap) noexcept nogil
     cdef void round_weights(self) noexcept nogil

@@ -113,6 +113,128 @@ cdef inline float64_t clamp_unit(float64_t z) noexcept nogil:
     return 0.0 if z < 0.0 else (1.0 if z > 1.0 else z)
 
 
+cdef inline index_t _train_example_of(NodeTrainer self, index_t position, index_t row,
+                                      float64_t* chosen_objective, index_t arity) noexcept nogil:
+    """`NodeTrainer.train_example`, with the node's arity passed as `arity` so that a
+    caller can inline a constant."""
+    cdef offset_t label_start = self.Y.indptr[row]
+    cdef index_t n_labels = <index_t>(self.Y.indptr[row + 1] - label_start)
+    cdef offset_t x_start = self.local_indptr[position]
+    cdef index_t nnz = <index_t>(self.local_indptr[position + 1] - x_start)
+    cdef index_t k, m, slot, chosen
+    cdef float64_t pred
+    if n_labels == 0:
+        return 0
+    self.total_count += n_labels
+    for k in range(n_labels):
+        slot = self.label_slot[self.Y.indices[label_start + k]]
+        self.example_slots[k] = slot
+        self.label_count[slot] += 1
+    chosen = _choose_subset(self, n_labels, arity)
+    chosen_objective[0] = self.objective[chosen]
+    for m in range(arity):
+        self.targets[m] = <float64_t>((chosen >> m) & 1)
+    regressor_step(self.settings.optimizer, &self.regressors,
+                   self.local_index.data() + x_start, self.local_value.data() + x_start,
+                   nnz, self.targets.data(), self.settings.learning_rate,
+                   self.scores.data())
+    for m in range(arity):
+        pred = (sigmoid(self.scores[m]) if self.settings.sigmoid_routing
+                else clamp_unit(self.scores[m]))
+        _update_statistics(self, m, pred, n_labels, arity)
+    return chosen
+
+
+cdef inline void _tabulate_terms(NodeTrainer self, index_t n_labels,
+                                 index_t arity) noexcept nogil:
+    """Tabulate what J needs for every subset of Algorithm 3, in one pass over labels.
+
+    A tentative P_m (and P_m^k) takes only two values: example sent to m
+    or not. So each pair j < l of children contributes to the integrity
+    term one of four sums over the labels, ``sum_k pi_k |P_j^k - P_l^k|``
+    for the four (goes to j, goes to l) cases; each subset then only
+    adds up its pairs' entries, instead of looping over the labels again.
+    """
+    cdef float64_t count = <float64_t>self.total_count
+    cdef float64_t* tentative = self.tentative.data()
+    cdef float64_t* row = self.label_row.data()
+    cdef float64_t* pair_sums = self.pair_integrity.data()
+    cdef float64_t seen, share
+    cdef index_t k, j, l, pair, slot, goes, goes_l
+    for j in range(arity):
+        for goes in range(2):
+            tentative[2 * j + goes] = (
+                ((count - n_labels) * self.prob[j] + n_labels * <float64_t>goes) / count)
+    for pair in range(<index_t>self.pair_integrity.size()):
+        pair_sums[pair] = 0.0
+    for k in range(n_labels):
+        slot = self.example_slots[k]
+        seen = <float64_t>self.label_count[slot]
+        share = seen / count
+        for j in range(arity):
+            for goes in range(2):
+                row[2 * j + goes] = (
+                    ((seen - 1) * self.label_prob[slot * arity + j] + <float64_t>goes) / seen)
+        pair = 0
+        for j in range(arity):
+            for l in range(j + 1, arity):
+                for goes in range(2):
+                    for goes_l in range(2):
+                        pair_sums[4 * pair + 2 * goes + goes_l] += (
+                            share * fabs(row[2 * j + goes] - row[2 * l + goes_l]))
+                pair += 1
+
+
+cdef inline index_t _choose_subset(NodeTrainer self, index_t n_labels,
+                                   index_t arity) noexcept nogil:
+    """OptimizeObjective (Algorithm 3): the subset with the lowest J, ties at random."""
+    cdef const float64_t* tentative = self.tentative.data()
+    cdef const float64_t* pair_sums = self.pair_integrity.data()
+    cdef float64_t p_j, between, integrity, mass, objective, best = 0.0
+    cdef index_t subset, j, l, pair, goes, n_tied = 0
+    _tabulate_terms(self, n_labels, arity)
+    for subset in range(1, 1 << arity):
+        between = 0.0
+        integrity = 0.0
+        mass = 0.0
+        pair = 0
+        for j in range(arity):
+            goes = (subset >> j) & 1
+            p_j = tentative[2 * j + goes]
+            mass += p_j
+            for l in range(j + 1, arity):
+                between += fabs(p_j - tentative[2 * l + ((subset >> l) & 1)])
+                integrity += pair_sums[4 * pair + 2 * goes + ((subset >> l) & 1)]
+                pair += 1
+        objective = (between - self.settings.lambda1 * integrity
+                     + self.settings.lambda2 * fabs(mass - 1.0))
+        self.objective[subset] = objective
+        if n_tied == 0 or objective < best - TIE_TOLERANCE:
+            best = objective
+            n_tied = 0
+        elif objective > best + TIE_TOLERANCE:
+            continue
+        self.tied[n_tied] = subset
+        n_tied += 1
+    if n_tied == 1:
+        return self.tied[0]
+    return self.tied[rng_below(&self.rng, n_tied)]
+
+
+cdef inline void _update_statistics(NodeTrainer self, index_t m, float64_t pred,
+                                    index_t n_labels, index_t arity) noexcept nogil:
+    """Move P_m and P_m^k (k in the example's labels) towards regressor m's output."""
+    cdef float64_t count = <float64_t>self.total_count
+    cdef float64_t seen
+    cdef index_t k, slot
+    self.prob[m] = ((count - n_labels) * self.prob[m] + n_labels * pred) / count
+    for k in range(n_labels):
+        slot = self.example_slots[k]
+        seen = <float64_t>self.label_count[slot]
+        self.label_prob[slot * arity + m] = (
+            ((seen - 1) * self.label_prob[slot * arity + m] + pred) / seen)
+
+
 cdef class NodeTrainer:
     """Scratch and kernels to train one LdSM node at a time (see ``_node_trainer.pxd``).
 
@@ -184,27 +306,34 @@ cdef class NodeTrainer:
         self.magnitudes.reserve(self.X.n_cols)
 
     cdef int start_node(self, const index_t* rows, index_t n_rows) except -1 nogil:
-        """Collect the node's features and labels, zero its statistics, draw the biases."""
+        """Collect the node's features and labels and copy its rows over local
+        feature ids (``local_rows``), zero its statistics, draw the biases."""
         cdef index_t i, m, j, label
-        cdef offset_t k
+        cdef offset_t k, position = 0
         cdef uint64_t bit
         self.node_features.clear()
         self.node_labels.clear()
         self.n_rows = n_rows
+        # The rows lie scattered over X: read each once, copying it while
+        # its features are collected; `local_rows` renumbers the copy.
         for i in range(n_rows):
             for k in range(self.X.indptr[rows[i]], self.X.indptr[rows[i] + 1]):
                 j = self.X.indices[k]
+                self.local_index[position] = j
+                self.local_value[position] = self.X.values[k]
+                position += 1
                 bit = (<uint64_t>1) << (j % 64)
                 if not self.feature_bits[j // 64] & bit:
                     self.feature_bits[j // 64] |= bit
                     self.node_features.push_back(j)
+            self.local_indptr[i + 1] = position
             for k in range(self.Y.indptr[rows[i]], self.Y.indptr[rows[i] + 1]):
                 label = self.Y.indices[k]
                 if self.label_slot[label] < 0:
                     self.label_slot[label] = self.node_labels.size()
                     self.node_labels.push_back(label)
         self.sort_node_features()
-        self.copy_node_rows(rows, n_rows)
+        self.local_rows()
         self.label_count.assign(self.node_labels.size(), 0)
         self.label_prob.assign(self.node_labels.size() * self.settings.arity, 0.0)
         self.total_count = 0
@@ -233,9 +362,9 @@ cdef class NodeTrainer:
                 self.node_features.push_back(w * 64 + lowest_bit(word))
                 word &= word - 1
 
-    cdef void copy_node_rows(self, const index_t* rows, index_t n_rows) noexcept nogil:
+    cdef void local_rows(self) noexcept nogil:
         """Number the node's features by their rank in ``node_features`` and
-        copy its rows, in the order of `rows`, over those local ids.
+        replace the ids of its copied rows by those local ids.
 
         The regressors' state is then one block per local id: the blocks a
         node reads lie together at the start of the state, instead of spread
@@ -243,16 +372,12 @@ cdef class NodeTrainer:
         rows keep their entries' order, so every sum runs in the same order
         as over the global ids.
         """
-        cdef index_t i, k
-        cdef offset_t p, position = 0
+        cdef index_t k
+        cdef offset_t p
         for k in range(<index_t>self.node_features.size()):
             self.local_id[self.node_features[k]] = k
-        for i in range(n_rows):
-            for p in range(self.X.indptr[rows[i]], self.X.indptr[rows[i] + 1]):
-                self.local_index[position] = self.local_id[self.X.indices[p]]
-                self.local_value[position] = self.X.values[p]
-                position += 1
-            self.local_indptr[i + 1] = position
+        for p in range(self.local_indptr[self.n_rows]):
+            self.local_index[p] = self.local_id[self.local_index[p]]
 
     cdef index_t train_node(self, const index_t* rows, index_t n_rows, float64_t* trace,
                             index_t* directions) noexcept nogil:
@@ -292,119 +417,12 @@ cdef class NodeTrainer:
                                float64_t* chosen_objective) noexcept nogil:
         """Process the node's example at `position`, training row `row`; return
         the chosen subset (0 if it has no labels)."""
-        cdef offset_t label_start = self.Y.indptr[row]
-        cdef index_t n_labels = <index_t>(self.Y.indptr[row + 1] - label_start)
-        cdef offset_t x_start = self.local_indptr[position]
-        cdef index_t nnz = <index_t>(self.local_indptr[position + 1] - x_start)
-        cdef index_t k, m, slot, chosen
-        cdef float64_t pred
-        if n_labels == 0:
-            return 0
-        self.total_count += n_labels
-        for k in range(n_labels):
-            slot = self.label_slot[self.Y.indices[label_start + k]]
-            self.example_slots[k] = slot
-            self.label_count[slot] += 1
-        chosen = self.choose_subset(n_labels)
-        chosen_objective[0] = self.objective[chosen]
-        for m in range(self.settings.arity):
-            self.targets[m] = <float64_t>((chosen >> m) & 1)
-        regressor_step(self.settings.optimizer, &self.regressors,
-                       self.local_index.data() + x_start, self.local_value.data() + x_start,
-                       nnz, self.targets.data(), self.settings.learning_rate,
-                       self.scores.data())
-        for m in range(self.settings.arity):
-            pred = (sigmoid(self.scores[m]) if self.settings.sigmoid_routing
-                    else clamp_unit(self.scores[m]))
-            self.update_statistics(m, pred, n_labels)
-        return chosen
-
-    cdef void tabulate_terms(self, index_t n_labels) noexcept nogil:
-        """Tabulate what J needs for every subset of Algorithm 3, in one pass over labels.
-
-        A tentative P_m (and P_m^k) takes only two values: example sent to m
-        or not. So each pair j < l of children contributes to the integrity
-        term one of four sums over the labels, ``sum_k pi_k |P_j^k - P_l^k|``
-        for the four (goes to j, goes to l) cases; each subset then only
-        adds up its pairs' entries, instead of looping over the labels again.
-        """
-        cdef index_t arity = self.settings.arity
-        cdef float64_t count = <float64_t>self.total_count
-        cdef float64_t* tentative = self.tentative.data()
-        cdef float64_t* row = self.label_row.data()
-        cdef float64_t* pair_sums = self.pair_integrity.data()
-        cdef float64_t seen, share
-        cdef index_t k, j, l, pair, slot, goes, goes_l
-        for j in range(arity):
-            for goes in range(2):
-                tentative[2 * j + goes] = (
-                    ((count - n_labels) * self.prob[j] + n_labels * <float64_t>goes) / count)
-        for pair in range(<index_t>self.pair_integrity.size()):
-            pair_sums[pair] = 0.0
-        for k in range(n_labels):
-            slot = self.example_slots[k]
-            seen = <float64_t>self.label_count[slot]
-            share = seen / count
-            for j in range(arity):
-                for goes in range(2):
-                    row[2 * j + goes] = (
-                        ((seen - 1) * self.label_prob[slot * arity + j] + <float64_t>goes) / seen)
-            pair = 0
-            for j in range(arity):
-                for l in range(j + 1, arity):
-                    for goes in range(2):
-                        for goes_l in range(2):
-                            pair_sums[4 * pair + 2 * goes + goes_l] += (
-                                share * fabs(row[2 * j + goes] - row[2 * l + goes_l]))
-                    pair += 1
-
-    cdef index_t choose_subset(self, index_t n_labels) noexcept nogil:
-        """OptimizeObjective (Algorithm 3): the subset with the lowest J, ties at random."""
-        cdef index_t arity = self.settings.arity
-        cdef const float64_t* tentative = self.tentative.data()
-        cdef const float64_t* pair_sums = self.pair_integrity.data()
-        cdef float64_t p_j, between, integrity, mass, objective, best = 0.0
-        cdef index_t subset, j, l, pair, goes, n_tied = 0
-        self.tabulate_terms(n_labels)
-        for subset in range(1, 1 << arity):
-            between = 0.0
-            integrity = 0.0
-            mass = 0.0
-            pair = 0
-            for j in range(arity):
-                goes = (subset >> j) & 1
-                p_j = tentative[2 * j + goes]
-                mass += p_j
-                for l in range(j + 1, arity):
-                    between += fabs(p_j - tentative[2 * l + ((subset >> l) & 1)])
-                    integrity += pair_sums[4 * pair + 2 * goes + ((subset >> l) & 1)]
-                    pair += 1
-            objective = (between - self.settings.lambda1 * integrity
-                         + self.settings.lambda2 * fabs(mass - 1.0))
-            self.objective[subset] = objective
-            if n_tied == 0 or objective < best - TIE_TOLERANCE:
-                best = objective
-                n_tied = 0
-            elif objective > best + TIE_TOLERANCE:
-                continue
-            self.tied[n_tied] = subset
-            n_tied += 1
-        if n_tied == 1:
-            return self.tied[0]
-        return self.tied[rng_below(&self.rng, n_tied)]
-
-    cdef void update_statistics(self, index_t m, float64_t pred, index_t n_labels) noexcept nogil:
-        """Move P_m and P_m^k (k in the example's labels) towards regressor m's output."""
-        cdef index_t arity = self.settings.arity
-        cdef float64_t count = <float64_t>self.total_count
-        cdef float64_t seen
-        cdef index_t k, slot
-        self.prob[m] = ((count - n_labels) * self.prob[m] + n_labels * pred) / count
-        for k in range(n_labels):
-            slot = self.example_slots[k]
-            seen = <float64_t>self.label_count[slot]
-            self.label_prob[slot * arity + m] = (
-                ((seen - 1) * self.label_prob[slot * arity + m] + pred) / seen)
+        # A constant arity lets the compiler unroll the direction search's
+        # loops and keep its few sums in registers (as in ``_optim.nag_step``);
+        # binary nodes are the default.
+        if self.settings.arity == 2:
+            return _train_example_of(self, position, row, chosen_objective, 2)
+        return _train_example_of(self, position, row, chosen_objective, self.settings.arity)
 
     cdef index_t weight_cap(self) noexcept nogil:
         """Largest number of weights a regressor of the current node may keep."""
