@@ -364,6 +364,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--memory-limit-mb", type=float, default=None,
                         help="stop a model's run once its resident memory is above this many "
                         "MiB and report it as not finished (default: no limit)")
+    parser.add_argument("--repeat", type=_positive_int, default=1, metavar="N",
+                        help="run every model N times, each in a fresh process, and report the "
+                        "run of the shortest fit (its fit times in the JSON's train_s_runs): "
+                        "fits of a second or two swing from run to run on a shared machine")
     group = parser.add_argument_group("LdSM settings (default: LdSM's own)")
     for name, entries in _OPTIONS.items():
         entries = [entry for entry in entries if entry[0] == "ldsm"]
@@ -389,6 +393,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     elif args.datasets is None:
         args.datasets = ["bibtex", "delicious"]
     return args
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: an integer of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def ldsm_params(args: argparse.Namespace) -> dict:
@@ -440,7 +452,7 @@ def run_dataset(dataset: str, args: argparse.Namespace,
     for name, model, n_trees, runner in runs:
         try:
             result = measure(runner, data, inv_propensity, memory_limit_mb=args.memory_limit_mb,
-                             keep_labels=True)
+                             keep_labels=True, repeats=args.repeat)
         except RunFailed as failure:
             print(f"{name} on {dataset} did not finish: {failure}")
             failures.append({"model": model, "n_trees": n_trees, "reason": failure.reason,
