@@ -49,7 +49,7 @@ from _common import DEFAULT_DATA_HOME, load_benchmark_data, write_json
 from xmltree._base import _plain
 from xmltree._cli_options import _OPTIONS, _add_option, _none_spelled_out
 from xmltree._scaling import FeatureScaler
-from xmltree.benchmark import METRIC_KEYS, RunFailed, measure
+from xmltree.benchmark import METRIC_KEYS, RunFailed, measure, shortest_fit
 from xmltree.cli import _rerank_setting
 from xmltree.datasets import write_xc
 from xmltree.ldsm._params import LDSM_PARAMS
@@ -276,8 +276,8 @@ def print_suite(results: dict) -> None:
     for row in rows:
         cells = [_suite_cell(*row[key], row["errors"][key]) for key in SUITE_METRICS]
         print(f"| {row['dataset']} | " + " | ".join(cells)
-              + f" | {row['fit_ratio']:.2f}x ({row['fit_cpu_ratio']:.2f}x)"
-              f" | {row['predict_ratio']:.2f}x |")
+              + f" | {_times(row['fit_ratio'])} ({_times(row['fit_cpu_ratio'])})"
+              f" | {_times(row['predict_ratio'])} |")
     wins = ", ".join(f"{key} {sum(row[key][0] >= row[key][1] for row in rows)}"
                      for key in SUITE_METRICS)
     behind = ", ".join(f"{key} {sum(_clearly_behind(row, key) for row in rows)}"
@@ -286,9 +286,15 @@ def print_suite(results: dict) -> None:
     medians = [_finite_median([row[key] for row in real])
                for key in ("fit_ratio", "fit_cpu_ratio")]
     print(f"\nLdSM >= the best peer on {wins} of {len(rows)} sets; median fit ratio "
-          f"LdSM / PLT over the {len(real)} real sets {medians[0]:.2f}x (CPU {medians[1]:.2f}x)")
+          f"LdSM / PLT over the {len(real)} real sets {_times(medians[0])} "
+          f"(CPU {_times(medians[1])})")
     print(f"LdSM behind the best peer by more than {CLEARLY_BEHIND_ERRORS:g} paired standard "
           f"errors on {behind} sets")
+
+
+def _times(ratio: float) -> str:
+    """A cost ratio as a table cell: "1.23x", or "n/a" where the peer did not run."""
+    return "n/a" if np.isnan(ratio) else f"{ratio:.2f}x"
 
 
 def _finite_median(values: list[float]) -> float:
@@ -448,21 +454,37 @@ def run_dataset(dataset: str, args: argparse.Namespace,
         library, kind = peer.split("-")
         runs.append((peer, peer, None, lambda d, t, r=PEER_RUNNERS[library], k=kind:
                      r(d, k, args.n_jobs, t)))
-    rows, failures = [], []
-    for name, model, n_trees, runner in runs:
-        try:
-            result = measure(runner, data, inv_propensity, memory_limit_mb=args.memory_limit_mb,
-                             keep_labels=True, repeats=args.repeat)
-        except RunFailed as failure:
-            print(f"{name} on {dataset} did not finish: {failure}")
-            failures.append({"model": model, "n_trees": n_trees, "reason": failure.reason,
-                             "message": str(failure)})
-            continue
-        result.update(model=model, n_trees=n_trees, n_labels=int(data[1].shape[1]),
-                      params=params)
-        rows.append((name, result))
+    measured, failures = {name: [] for name, *_ in runs}, []
+    # Round after round, every model once: a slow spell of the machine falls on all of
+    # them, not on one model's repeats.
+    for _ in range(args.repeat):
+        for name, model, n_trees, runner in runs:
+            if name in measured:
+                _measure_into(measured, failures, name, model, n_trees, runner, data,
+                              inv_propensity, dataset, args)
+    rows = []
+    for name, model, n_trees, _ in runs:
+        if name in measured:
+            result = shortest_fit(measured[name])
+            result.update(model=model, n_trees=n_trees, n_labels=int(data[1].shape[1]),
+                          params=params)
+            rows.append((name, result))
     pair_with_ldsm([result for _, result in rows], data[3], inv_propensity)
     return rows, failures
+
+
+def _measure_into(measured: dict, failures: list, name: str, model: str, n_trees, runner,
+                  data, inv_propensity, dataset: str, args: argparse.Namespace) -> None:
+    """Append one run of `runner` to ``measured[name]``; if it does not finish, report it
+    in `failures` and drop `name` from `measured` (no more rounds for it)."""
+    try:
+        measured[name].append(measure(runner, data, inv_propensity, keep_labels=True,
+                                      memory_limit_mb=args.memory_limit_mb))
+    except RunFailed as failure:
+        print(f"{name} on {dataset} did not finish: {failure}")
+        failures.append({"model": model, "n_trees": n_trees, "reason": failure.reason,
+                         "message": str(failure)})
+        del measured[name]
 
 
 def pair_with_ldsm(results: list[dict], Y_test, inv_propensity) -> None:

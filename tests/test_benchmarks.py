@@ -127,7 +127,9 @@ def test_suite_table_without_plt_gives_no_median_and_no_warning(bench_ldsm, caps
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         bench_ldsm.print_suite({"a": [_run("ldsm"), _run("omikuji-parabel")]})
-    assert "over the 1 real sets nanx (CPU nanx)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "over the 1 real sets n/a (CPU n/a)" in out
+    assert "| n/a (n/a) | n/a |" in out  # no PLT, no XR-Linear
 
 
 def test_runs_are_paired_with_ldsm_row_by_row(bench_ldsm):
@@ -188,7 +190,7 @@ def test_bench_ldsm_suite_prints_the_table(bench_ldsm, monkeypatch, capsys):
                      "--n-trees", "2", "--max-nodes", "15", "--epochs", "1"])
     out = capsys.readouterr().out
     assert "| amazon670k-shape@0.002 | " in out and "(napkinxc-plt; " in out  # paired
-    assert " of 1 sets; median fit ratio LdSM / PLT over the 0 real sets nanx (CPU nanx)" in out
+    assert " of 1 sets; median fit ratio LdSM / PLT over the 0 real sets n/a (CPU n/a)" in out
 
 
 def _plot_scale_ratio(plot_scale_ratio, reports, tmp_path):
@@ -387,41 +389,17 @@ def test_measure_returns_the_childs_scores():
     assert kept.dtype == np.int64 and kept.tolist() == [[0], [1], [2]]
 
 
-def _fits_in(seconds_by_run, runs_file):
-    """A runner whose n-th run (counted in `runs_file`, across forked children) fits in
-    ``seconds_by_run[n]`` and predicts label n for every row."""
-    import time
+def test_shortest_fit_is_one_run_whole():
+    from xmltree.benchmark import shortest_fit
 
-    def runner(data, timer):
-        run = int(runs_file.read_text()) if runs_file.exists() else 0
-        runs_file.write_text(str(run + 1))
-        with timer("train"):
-            time.sleep(seconds_by_run[run])
-        with timer("predict"):
-            pass
-        return np.full((3, 1), run), {"run": run}
-
-    return runner
-
-
-def test_measure_repeated_returns_the_run_of_the_shortest_fit(tmp_path):
-    runner = _fits_in([0.6, 0.0, 0.4], tmp_path / "runs")
-    result = _measure_within(60, runner, repeats=3)["result"]
-    # The second run whole: its fit time, its extra and its scores (label 1 is right
-    # for one row of three).
-    assert result["run"] == 1 and result["P@1"] == pytest.approx(1 / 3)
-    assert result["train_s"] == min(result["train_s_runs"])
-    assert len(result["train_s_runs"]) == 3 and result["train_s_runs"][0] >= 0.6
-    once = _measure_within(60, _perfect)["result"]
-    assert "train_s_runs" not in once
-
-
-@pytest.mark.parametrize("repeats", [0, -1, 1.5, True])
-def test_measure_refuses_a_bad_number_of_repeats(repeats):
-    from xmltree.benchmark import measure
-
-    with pytest.raises(ValueError, match="repeats must be a positive integer"):
-        measure(_perfect, _TINY, np.ones(3), repeats=repeats)
+    runs = [{"train_s": 3.0, "P@1": 0.1, "predict_ms_per_example": 1.0},
+            {"train_s": 1.0, "P@1": 0.2, "predict_ms_per_example": 5.0},
+            {"train_s": 2.0, "P@1": 0.3, "predict_ms_per_example": 2.0}]
+    assert shortest_fit(runs) == {"train_s": 1.0, "P@1": 0.2, "predict_ms_per_example": 5.0,
+                                  "train_s_runs": [3.0, 1.0, 2.0]}
+    assert "train_s_runs" not in runs[1]  # the runs themselves are left as they were
+    with pytest.raises(ValueError, match="at least one run"):
+        shortest_fit([])
 
 
 @pytest.mark.parametrize("runner, reason", [(_killed, "killed by SIGKILL"),
@@ -475,13 +453,30 @@ def test_markdown_leaves_out_the_phase_table_without_ldsm(bench_ldsm, capsys):
     assert "fit seconds by phase" not in out
 
 
-def test_bench_ldsm_repeats_every_run(bench_ldsm, tmp_path):
+def test_bench_ldsm_repeats_every_model_round_after_round(bench_ldsm, monkeypatch, tmp_path,
+                                                          capsys):
+    measured = bench_ldsm.measure
+    order = []
+
+    def recorded(runner, data, *args, **kwargs):
+        order.append(len(order))
+        result = measured(runner, data, *args, **kwargs)
+        result["train_s"] = [3.0, 5.0, 1.0, 4.0, 2.0, 6.0][order[-1]]
+        result["call"] = order[-1]
+        return result
+
+    monkeypatch.setattr(bench_ldsm, "measure", recorded)
+    monkeypatch.setitem(bench_ldsm.PEER_RUNNERS, "napkinxc",
+                        lambda data, kind, n_jobs, timer: _perfect(data, timer))
+    monkeypatch.setattr(bench_ldsm, "load_benchmark_data", lambda home, name: _TINY)
     report = tmp_path / "report.json"
-    bench_ldsm.main(["--datasets", "amazon670k-shape@0.002", "--models", "ldsm",
-                     "--n-jobs", "1", "--n-trees", "2", "--max-nodes", "15", "--epochs", "1",
-                     "--repeat", "2", "--json", str(report)])
-    run, = json.loads(report.read_text())["datasets"]["amazon670k-shape@0.002"]
-    assert len(run["train_s_runs"]) == 2 and run["train_s"] == min(run["train_s_runs"])
+    bench_ldsm.main(["--datasets", "tiny", "--models", "ldsm", "napkinxc-plt", "--n-jobs", "1",
+                     "--n-trees", "2", "--max-nodes", "3", "--epochs", "1", "--repeat", "3",
+                     "--json", str(report)])
+    ldsm, plt = json.loads(report.read_text())["datasets"]["tiny"]
+    # Calls alternate LdSM, PLT, LdSM...; each model's shortest run is reported whole.
+    assert ldsm["train_s_runs"] == [3.0, 1.0, 2.0] and ldsm["call"] == 2
+    assert plt["train_s_runs"] == [5.0, 4.0, 6.0] and plt["call"] == 3
 
 
 @pytest.mark.parametrize("repeats", ["0", "two"])

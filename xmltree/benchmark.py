@@ -34,7 +34,7 @@ from tqdm.auto import tqdm
 from .datasets import SYNTHETIC_PRESETS, make_synthetic_preset
 from .metrics import evaluate, inverse_propensity
 
-__all__ = ["measure", "RunFailed", "label_curve", "preset_runs",
+__all__ = ["measure", "shortest_fit", "RunFailed", "label_curve", "preset_runs",
            "format_table", "write_report"]
 
 #: Metrics reported for every measured run.
@@ -91,7 +91,7 @@ class RunFailed(RuntimeError):
 
 
 def measure(runner, data, inv_propensity, *, memory_limit_mb: float | None = None,
-            keep_labels: bool = False, repeats: int = 1) -> dict:
+            keep_labels: bool = False) -> dict:
     """Run ``runner(data, timer)`` in a forked child; return its metrics and costs.
 
     Parameters
@@ -112,12 +112,6 @@ def measure(runner, data, inv_propensity, *, memory_limit_mb: float | None = Non
     keep_labels : bool, default=False
         Also return the predicted labels, to compare runs row by row
         (:func:`xmltree.metrics.paired_difference`).
-    repeats : int, default=1
-        Run it this many times, each in a fresh child, and return the run
-        of the shortest ``train_s`` whole (its scores, costs and extra): on
-        a shared machine a fit of a second or two takes up to half as long
-        again in one run as in the next, and the shortest is the one least
-        disturbed (as :mod:`timeit` advises).
 
     Returns
     -------
@@ -126,8 +120,7 @@ def measure(runner, data, inv_propensity, *, memory_limit_mb: float | None = Non
         ``predict_ms_per_example`` (wall) and ``predict_cpu_ms_per_example``
         (CPU of all threads, steadier on a shared machine), ``peak_rss_mb``
         of the child and ``extra``; with `keep_labels`, ``top_labels`` (the
-        runner's labels as an int64 array); with `repeats` above 1,
-        ``train_s_runs``, the ``train_s`` of every run in order.
+        runner's labels as an int64 array).
 
     Raises
     ------
@@ -138,19 +131,6 @@ def measure(runner, data, inv_propensity, *, memory_limit_mb: float | None = Non
     """
     if memory_limit_mb is not None and _resident_mb(os.getpid()) is None:
         raise ValueError("memory_limit_mb needs /proc/<pid>/status (Linux)")
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
-    runs = [_measure_once(runner, data, inv_propensity, memory_limit_mb, keep_labels)
-            for _ in range(repeats)]
-    shortest = min(runs, key=lambda run: run.get("train_s", math.inf))
-    if repeats > 1:
-        shortest["train_s_runs"] = [run.get("train_s") for run in runs]
-    return shortest
-
-
-def _measure_once(runner, data, inv_propensity, memory_limit_mb: float | None,
-                  keep_labels: bool) -> dict:
-    """One run of :func:`measure` in a forked child."""
     context = multiprocessing.get_context("fork")
     results = context.Queue()
     process = context.Process(target=_child,
@@ -166,6 +146,30 @@ def _measure_once(runner, data, inv_propensity, memory_limit_mb: float | None,
     if isinstance(result, str):
         raise RunFailed(f"benchmark child failed:\n{result}", "failed")
     return result
+
+
+def shortest_fit(runs: list[dict]) -> dict:
+    """The run of the shortest ``train_s`` among results of :func:`measure`, whole.
+
+    On a shared machine a fit of a second or two may take half as long again
+    in one run as in the next; the shortest is the least disturbed (as
+    :mod:`timeit` advises). Its scores, costs and extra are one run's.
+
+    Parameters
+    ----------
+    runs : list of dict
+        Results of the same model on the same data.
+
+    Returns
+    -------
+    dict
+        That run, with ``train_s_runs``: every run's ``train_s``, in order.
+    """
+    if not runs:
+        raise ValueError("shortest_fit needs at least one run")
+    shortest = dict(min(runs, key=lambda run: run["train_s"]))
+    shortest["train_s_runs"] = [run["train_s"] for run in runs]
+    return shortest
 
 
 def _wait_for_result(process, results, memory_limit_mb: float | None):
