@@ -13,6 +13,7 @@ Examples
     python benchmarks/bench_ldsm.py --datasets debtags --models ldsm --verbose  # with its bars
     python benchmarks/bench_ldsm.py --json results.json --plots plots/
     python benchmarks/bench_ldsm.py --suite                  # the development suite, one table
+    python benchmarks/bench_ldsm.py --suite --models ldsm napkinxc-plt --repeat 5  # fit ratio
     python benchmarks/bench_ldsm.py --datasets bibtex --n-trees 50 \
         --rerank-param tail_scorer=ridge --rerank-param alpha=0.3 ...   # with re-ranking
 
@@ -28,6 +29,10 @@ best peer per metric and the median fit ratio. Each cell also gives LdSM's lead 
 with its standard error over the test rows, the runs compared row by row (a paired error,
 far below either score's own), and the table ends with the sets where the best peer leads by
 more than two of them. PECOS (``pip install libpecos``) joins the peers when it imports.
+
+``--repeat N`` runs N rounds, every model once per round, and reports each model's run of
+the shortest fit: a slow spell of a shared machine then falls on every model alike, and the
+fit ratios of one-second fits stop swinging from one command to the next.
 
 A model whose run fails, is killed (by the out-of-memory killer, say) or outgrows
 ``--memory-limit-mb`` is reported as such (in the tables and under ``"failed"`` in the JSON
