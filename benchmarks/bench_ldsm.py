@@ -461,12 +461,19 @@ def run_dataset(dataset: str, args: argparse.Namespace,
                      r(d, k, args.n_jobs, t)))
     measured, failures = {name: [] for name, *_ in runs}, []
     # Round after round, every model once: a slow spell of the machine falls on all of
-    # them, not on one model's repeats.
+    # them, not on one model's repeats. A model that does not finish runs no more rounds.
     for _ in range(args.repeat):
         for name, model, n_trees, runner in runs:
-            if name in measured:
-                _measure_into(measured, failures, name, model, n_trees, runner, data,
-                              inv_propensity, dataset, args)
+            if name not in measured:
+                continue
+            try:
+                measured[name].append(measure(runner, data, inv_propensity, keep_labels=True,
+                                              memory_limit_mb=args.memory_limit_mb))
+            except RunFailed as failure:
+                print(f"{name} on {dataset} did not finish: {failure}")
+                failures.append({"model": model, "n_trees": n_trees, "reason": failure.reason,
+                                 "message": str(failure)})
+                del measured[name]
     rows = []
     for name, model, n_trees, _ in runs:
         if name in measured:
@@ -476,20 +483,6 @@ def run_dataset(dataset: str, args: argparse.Namespace,
             rows.append((name, result))
     pair_with_ldsm([result for _, result in rows], data[3], inv_propensity)
     return rows, failures
-
-
-def _measure_into(measured: dict, failures: list, name: str, model: str, n_trees, runner,
-                  data, inv_propensity, dataset: str, args: argparse.Namespace) -> None:
-    """Append one run of `runner` to ``measured[name]``; if it does not finish, report it
-    in `failures` and drop `name` from `measured` (no more rounds for it)."""
-    try:
-        measured[name].append(measure(runner, data, inv_propensity, keep_labels=True,
-                                      memory_limit_mb=args.memory_limit_mb))
-    except RunFailed as failure:
-        print(f"{name} on {dataset} did not finish: {failure}")
-        failures.append({"model": model, "n_trees": n_trees, "reason": failure.reason,
-                         "message": str(failure)})
-        del measured[name]
 
 
 def pair_with_ldsm(results: list[dict], Y_test, inv_propensity) -> None:
